@@ -1,0 +1,73 @@
+//! Allgather(v): every block sent to every rank at once (small), or passed
+//! around a ring (large).
+
+use super::{select, split_blocks, Ctx};
+use crate::error::{Error, Result};
+
+/// Fills every block of `recv` with that rank's data; `send == None` means
+/// this rank's block is already in place.
+pub fn allgatherv(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    blocks: &[(usize, usize)],
+) -> Result<()> {
+    let r = c.rank();
+    let total: usize = blocks.iter().map(|b| b.1).sum();
+    match select::allgather(c, total) {
+        select::Allgather::Direct => {
+            let mut parts = split_blocks(recv, blocks)?;
+            if let Some(s) = send {
+                copy_own(&mut parts[r], s)?;
+            }
+            let own = std::mem::take(&mut parts[r]);
+            let sends: Vec<(usize, &[u8])> = (0..c.size())
+                .filter(|&p| p != r)
+                .map(|p| (p, &*own))
+                .collect();
+            let mut recvs: Vec<(usize, &mut [u8])> = parts
+                .into_iter()
+                .enumerate()
+                .filter(|&(p, _)| p != r)
+                .collect();
+            c.xfer(0, &sends, &mut recvs)
+        }
+        select::Allgather::Ring => {
+            if let Some(s) = send {
+                let (o, l) = blocks[r];
+                copy_own(recv.get_mut(o..o + l).ok_or_else(outside)?, s)?;
+            }
+            ring_in_place(c, recv, blocks)
+        }
+    }
+}
+
+fn outside() -> Error {
+    Error::InvalidArg("a block lies outside the receive buffer".into())
+}
+
+fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
+    if dst.len() != src.len() {
+        return Err(Error::InvalidArg(format!(
+            "{} bytes sent into a {}-byte block",
+            src.len(),
+            dst.len()
+        )));
+    }
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+/// Ring allgather where block `r` of `data` already holds rank `r`'s part.
+pub fn ring_in_place(c: &mut Ctx, data: &mut [u8], blocks: &[(usize, usize)]) -> Result<()> {
+    let (n, r) = (c.size(), c.rank());
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    for s in 0..n.saturating_sub(1) {
+        let sb = (r + n - s) % n;
+        let rb = (r + 2 * n - s - 1) % n;
+        let mut parts = split_blocks(data, &[blocks[sb], blocks[rb]])?;
+        let (sp, rp) = parts.split_at_mut(1);
+        c.xfer(s as u32, &[(next, &*sp[0])], &mut [(prev, &mut *rp[0])])?;
+    }
+    Ok(())
+}

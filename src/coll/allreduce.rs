@@ -1,0 +1,76 @@
+//! Allreduce: recursive doubling (any op; operands combined in rank order
+//! so every rank computes the same expression), ring reduce-scatter +
+//! allgather for large commutative reductions, or reduce + broadcast.
+
+use super::{allgather, bcast, even_blocks, reduce, reduce_scatter, select, Ctx, Reducer};
+use crate::error::Result;
+
+/// Reduces every rank's data into `recv` on all ranks; `send == None` means
+/// in place (input in `recv`).
+pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reducer) -> Result<()> {
+    if let Some(s) = send {
+        recv.copy_from_slice(s);
+    }
+    if c.size() == 1 || recv.is_empty() {
+        return Ok(());
+    }
+    match select::allreduce(c, recv.len(), red.extent, red.commutative) {
+        select::Allreduce::RecursiveDoubling => recursive_doubling(c, recv, red),
+        select::Allreduce::Ring => {
+            let blocks = even_blocks(recv.len(), red.extent, c.size());
+            reduce_scatter::ring_in_place(c, recv, &blocks, red)?;
+            allgather::ring_in_place(c, recv, &blocks)
+        }
+        select::Allreduce::ReduceBcast => {
+            if let Some(res) = reduce::binomial(c, recv.to_vec(), 0, red)? {
+                recv.copy_from_slice(&res);
+            }
+            bcast::bcast(c, recv, 0)
+        }
+    }
+}
+
+fn recursive_doubling(c: &mut Ctx, buf: &mut [u8], red: &Reducer) -> Result<()> {
+    let (n, r) = (c.size(), c.rank());
+    let p2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
+    let rem = n - p2;
+    let mut tmp = vec![0u8; buf.len()];
+    // Fold the first 2*rem ranks pairwise so a power of two remains; each
+    // survivor stands for a contiguous run of ranks, keeping rank order.
+    let nr = if r < 2 * rem {
+        if r % 2 == 0 {
+            c.send(0, r + 1, buf)?;
+            None
+        } else {
+            c.recv(0, r - 1, &mut tmp)?;
+            red.fold_left(&tmp, buf);
+            Some(r / 2)
+        }
+    } else {
+        Some(r - rem)
+    };
+    if let Some(nr) = nr {
+        let real = |v: usize| if v < rem { 2 * v + 1 } else { v + rem };
+        let (mut mask, mut step) = (1, 1);
+        while mask < p2 {
+            let pv = nr ^ mask;
+            let peer = real(pv);
+            c.sendrecv(step, peer, buf, peer, &mut tmp)?;
+            if pv < nr {
+                red.fold_left(&tmp, buf);
+            } else {
+                red.fold_right(buf, &mut tmp);
+            }
+            mask <<= 1;
+            step += 1;
+        }
+    }
+    if r < 2 * rem {
+        if r % 2 == 0 {
+            c.recv(30, r + 1, buf)?;
+        } else {
+            c.send(30, r - 1, buf)?;
+        }
+    }
+    Ok(())
+}

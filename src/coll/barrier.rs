@@ -1,0 +1,16 @@
+//! Barrier: dissemination, ceil(log2 n) rounds of empty messages.
+
+use super::Ctx;
+use crate::error::Result;
+
+/// Returns once every rank has entered.
+pub fn barrier(c: &mut Ctx) -> Result<()> {
+    let (n, r) = (c.size(), c.rank());
+    let (mut k, mut step) = (1, 0);
+    while k < n {
+        c.sendrecv(step, (r + k) % n, &[], (r + n - k) % n, &mut [])?;
+        k <<= 1;
+        step += 1;
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! Collective algorithms, written once over bytes: a byte count, an element
+//! extent and a type-erased reduce function. `select` picks per call.
+
+pub mod allgather;
+pub mod allreduce;
+pub mod alltoall;
+pub mod barrier;
+pub mod bcast;
+pub mod gather;
+pub mod reduce;
+pub mod reduce_scatter;
+pub mod scan;
+pub mod select;
+
+use crate::comm::engine::Engine;
+use crate::comm::Comm;
+use crate::error::{Error, Result};
+
+/// A reduction as algorithms see it.
+pub struct Reducer<'a> {
+    /// Bytes per element; blocks are split on element boundaries.
+    pub extent: usize,
+    /// Whether operands may be combined in any order.
+    pub commutative: bool,
+    /// `dst = src (op) dst`, element-wise; `src` is the left operand.
+    pub apply: &'a dyn Fn(&[u8], &mut [u8]),
+}
+
+impl Reducer<'_> {
+    /// `acc = left (op) acc`.
+    pub fn fold_left(&self, left: &[u8], acc: &mut [u8]) {
+        if !acc.is_empty() {
+            (self.apply)(left, acc);
+        }
+    }
+
+    /// `acc = acc (op) right`, using `right` as scratch.
+    pub fn fold_right(&self, acc: &mut [u8], right: &mut [u8]) {
+        if !acc.is_empty() {
+            (self.apply)(acc, right);
+            acc.copy_from_slice(right);
+        }
+    }
+}
+
+/// One collective call on one communicator: tags carry the call's sequence
+/// number and step, on the communicator's collective context.
+pub struct Ctx<'a> {
+    eng: &'a mut Engine,
+    comm: &'a Comm,
+    seq: u32,
+    /// Name used in error messages (e.g. `MPI_Allreduce`).
+    pub op: &'static str,
+}
+
+impl<'a> Ctx<'a> {
+    /// Starts a collective call on `comm`.
+    pub fn new(eng: &'a mut Engine, comm: &'a mut Comm) -> Ctx<'a> {
+        let seq = comm.next_seq();
+        Ctx {
+            eng,
+            comm,
+            seq,
+            op: "collective",
+        }
+    }
+
+    /// Sets the operation name for error messages.
+    pub fn named(mut self, op: &'static str) -> Self {
+        self.op = op;
+        self
+    }
+
+    /// This rank in the communicator.
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+
+    /// Ranks in the communicator.
+    pub fn size(&self) -> usize {
+        self.comm.size()
+    }
+
+    /// The algorithm forced by `FERROCOLL_ALGO` for `coll`, if any.
+    pub fn forced(&self, coll: &str) -> Option<String> {
+        self.eng
+            .algo
+            .iter()
+            .find(|(k, _)| k == coll)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn tag(&self, step: u32) -> i32 {
+        (((self.seq & 0x3fff) << 16) | (step & 0xffff)) as i32
+    }
+
+    /// Sends and receives (communicator ranks) in one step.
+    pub fn xfer(
+        &mut self,
+        step: u32,
+        sends: &[(usize, &[u8])],
+        recvs: &mut [(usize, &mut [u8])],
+    ) -> Result<()> {
+        let s: Vec<(usize, &[u8])> = sends
+            .iter()
+            .map(|&(r, b)| (self.comm.world_rank(r), b))
+            .collect();
+        let mut r: Vec<(usize, &mut [u8])> = recvs
+            .iter_mut()
+            .map(|(p, b)| (self.comm.world_rank(*p), &mut **b))
+            .collect();
+        let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
+        self.eng.exchange(ctx, tag, &s, &mut r, op)
+    }
+
+    /// Sends `buf` to `to`.
+    pub fn send(&mut self, step: u32, to: usize, buf: &[u8]) -> Result<()> {
+        self.xfer(step, &[(to, buf)], &mut [])
+    }
+
+    /// Receives exactly `buf.len()` bytes from `from`.
+    pub fn recv(&mut self, step: u32, from: usize, buf: &mut [u8]) -> Result<()> {
+        self.xfer(step, &[], &mut [(from, buf)])
+    }
+
+    /// Sends to one rank while receiving from another.
+    pub fn sendrecv(
+        &mut self,
+        step: u32,
+        to: usize,
+        sbuf: &[u8],
+        from: usize,
+        rbuf: &mut [u8],
+    ) -> Result<()> {
+        self.xfer(step, &[(to, sbuf)], &mut [(from, rbuf)])
+    }
+}
+
+/// Splits `total` bytes into `n` blocks on `extent` boundaries, as evenly
+/// as possible: (offset, length) per block.
+pub fn even_blocks(total: usize, extent: usize, n: usize) -> Vec<(usize, usize)> {
+    let elems = total / extent;
+    let (q, r) = (elems / n, elems % n);
+    let mut off = 0;
+    (0..n)
+        .map(|i| {
+            let len = (q + usize::from(i < r)) * extent;
+            let b = (off, len);
+            off += len;
+            b
+        })
+        .collect()
+}
+
+/// Disjoint mutable slices of `buf` for `blocks` (offset, length), in the
+/// order given. Fails if two non-empty blocks overlap or one runs past the
+/// end of `buf`.
+pub fn split_blocks<'b>(
+    mut buf: &'b mut [u8],
+    blocks: &[(usize, usize)],
+) -> Result<Vec<&'b mut [u8]>> {
+    let mut order: Vec<usize> = (0..blocks.len()).filter(|&i| blocks[i].1 > 0).collect();
+    order.sort_by_key(|&i| blocks[i].0);
+    let mut out: Vec<&'b mut [u8]> = (0..blocks.len()).map(|_| Default::default()).collect();
+    let mut pos = 0;
+    for i in order {
+        let (off, len) = blocks[i];
+        if off < pos || off + len > pos + buf.len() {
+            return Err(Error::InvalidArg(format!(
+                "block {i} (displacement {off}, {len} bytes) overlaps another block or \
+                 lies outside the buffer"
+            )));
+        }
+        let rest = std::mem::take(&mut buf);
+        let (_, rest) = rest.split_at_mut(off - pos);
+        let (blk, rest) = rest.split_at_mut(len);
+        out[i] = blk;
+        buf = rest;
+        pos = off + len;
+    }
+    Ok(out)
+}

@@ -1,0 +1,68 @@
+//! Reduce-scatter: a ring for commutative ops, else an ordered reduce to
+//! rank 0 followed by a scatter.
+
+use super::{gather, reduce, select, Ctx, Reducer};
+use crate::error::Result;
+
+/// Ring reduce-scatter in place: afterwards block `r` of `data` holds the
+/// full reduction on rank `r` (other blocks hold partial sums).
+pub fn ring_in_place(
+    c: &mut Ctx,
+    data: &mut [u8],
+    blocks: &[(usize, usize)],
+    red: &Reducer,
+) -> Result<()> {
+    let (n, r) = (c.size(), c.rank());
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    let mut tmp = vec![0u8; blocks.iter().map(|b| b.1).max().unwrap_or(0)];
+    for s in 0..n.saturating_sub(1) {
+        let (so, sl) = blocks[(r + 2 * n - s - 1) % n];
+        let (ro, rl) = blocks[(r + 2 * n - s - 2) % n];
+        c.xfer(
+            s as u32,
+            &[(next, &data[so..so + sl])],
+            &mut [(prev, &mut tmp[..rl])],
+        )?;
+        red.fold_left(&tmp[..rl], &mut data[ro..ro + rl]);
+    }
+    Ok(())
+}
+
+/// Reduces the full vector (`send`, or `recv` when in place) and leaves
+/// block `r` (`counts[r]` bytes, blocks laid out in rank order) at the start
+/// of `recv` on rank `r`.
+pub fn reduce_scatter(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    counts: &[usize],
+    red: &Reducer,
+) -> Result<()> {
+    let r = c.rank();
+    let mut off = 0;
+    let blocks: Vec<(usize, usize)> = counts
+        .iter()
+        .map(|&len| {
+            let b = (off, len);
+            off += len;
+            b
+        })
+        .collect();
+    let total = off;
+    let mut data = match send {
+        Some(s) => s[..total].to_vec(),
+        None => recv[..total].to_vec(),
+    };
+    let (bo, bl) = blocks[r];
+    match select::reduce_scatter(c, red.commutative) {
+        select::ReduceScatter::Ring => {
+            ring_in_place(c, &mut data, &blocks, red)?;
+            recv[..bl].copy_from_slice(&data[bo..bo + bl]);
+        }
+        select::ReduceScatter::ReduceScatterv => {
+            let full = reduce::binomial(c, data, 0, red)?;
+            gather::scatterv(c, full.as_deref(), &blocks, Some(&mut recv[..bl]), 0)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! Algorithm choice per call, from message size, rank count and whether the
+//! operation commutes; `FERROCOLL_ALGO=coll=name,...` forces a choice where
+//! it is valid (an invalid one falls back to the automatic choice).
+//!
+//! | collective | algorithms | automatic choice |
+//! |---|---|---|
+//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast` | ring from 64 KiB when the op commutes and every rank gets an element; else recursive doubling |
+//! | bcast | `binomial`, `chain` | chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks |
+//! | reduce | `binomial`, `rsag` | reduce-scatter + gather from 512 KiB when the op commutes |
+//! | allgather | `direct`, `ring` | direct below 64 KiB in total, ring above |
+//! | reduce_scatter | `ring`, `reduce_scatterv` | ring when the op commutes |
+//! | alltoall | `direct`, `pairwise` | direct (all messages posted at once) |
+//! | scan | `chain` | chain (rank order, any op) |
+//!
+//! The thresholds are first guesses for one host; the shared-memory
+//! performance work re-tunes them from measurements.
+
+use super::Ctx;
+
+/// Allreduce algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allreduce {
+    /// log2(n) exchanges of the whole vector; keeps rank order.
+    RecursiveDoubling,
+    /// Reduce-scatter then allgather around a ring; commutative ops only.
+    Ring,
+    /// Binomial reduce to rank 0, then broadcast.
+    ReduceBcast,
+}
+
+/// Broadcast algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bcast {
+    /// Binomial tree.
+    Binomial,
+    /// Pipelined chain.
+    Chain,
+}
+
+/// Reduce algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduce {
+    /// Binomial tree (to rank 0 first when the op does not commute).
+    Binomial,
+    /// Ring reduce-scatter then gather to the root; commutative ops only.
+    Rsag,
+}
+
+/// Allgather algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allgather {
+    /// Every rank sends its block to every other at once.
+    Direct,
+    /// n-1 steps around a ring.
+    Ring,
+}
+
+/// Reduce-scatter algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceScatter {
+    /// Ring; commutative ops only.
+    Ring,
+    /// Ordered reduce to rank 0, then scatter.
+    ReduceScatterv,
+}
+
+/// All-to-all algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Alltoall {
+    /// All messages posted at once.
+    Direct,
+    /// n-1 steps of paired exchanges.
+    Pairwise,
+}
+
+/// Allreduce choice for `bytes` of `extent`-byte elements.
+pub fn allreduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Allreduce {
+    let ring_ok = commutative && bytes / extent.max(1) >= c.size();
+    match c.forced("allreduce").as_deref() {
+        Some("ring") if ring_ok => Allreduce::Ring,
+        Some("recursive_doubling") => Allreduce::RecursiveDoubling,
+        Some("reduce_bcast") => Allreduce::ReduceBcast,
+        _ if ring_ok && bytes >= 64 * 1024 => Allreduce::Ring,
+        _ => Allreduce::RecursiveDoubling,
+    }
+}
+
+/// Broadcast choice.
+pub fn bcast(c: &Ctx, bytes: usize) -> Bcast {
+    match c.forced("bcast").as_deref() {
+        Some("binomial") => Bcast::Binomial,
+        Some("chain") => Bcast::Chain,
+        _ if bytes >= 256 * 1024 && c.size() > 2 => Bcast::Chain,
+        _ => Bcast::Binomial,
+    }
+}
+
+/// Reduce choice.
+pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce {
+    let rsag_ok = commutative && bytes / extent.max(1) >= c.size();
+    match c.forced("reduce").as_deref() {
+        Some("binomial") => Reduce::Binomial,
+        Some("rsag") if rsag_ok => Reduce::Rsag,
+        _ if rsag_ok && bytes >= 512 * 1024 => Reduce::Rsag,
+        _ => Reduce::Binomial,
+    }
+}
+
+/// Allgather choice for `total` bytes gathered.
+pub fn allgather(c: &Ctx, total: usize) -> Allgather {
+    match c.forced("allgather").as_deref() {
+        Some("direct") => Allgather::Direct,
+        Some("ring") => Allgather::Ring,
+        _ if total < 64 * 1024 || c.size() <= 2 => Allgather::Direct,
+        _ => Allgather::Ring,
+    }
+}
+
+/// Reduce-scatter choice.
+pub fn reduce_scatter(c: &Ctx, commutative: bool) -> ReduceScatter {
+    match c.forced("reduce_scatter").as_deref() {
+        Some("reduce_scatterv") => ReduceScatter::ReduceScatterv,
+        _ if commutative => ReduceScatter::Ring,
+        _ => ReduceScatter::ReduceScatterv,
+    }
+}
+
+/// All-to-all choice.
+pub fn alltoall(c: &Ctx) -> Alltoall {
+    match c.forced("alltoall").as_deref() {
+        Some("pairwise") => Alltoall::Pairwise,
+        _ => Alltoall::Direct,
+    }
+}

@@ -1,0 +1,64 @@
+//! A caller's buffer held by a pending request. Non-blocking operations
+//! outlive the call that posted them, so the engine keeps a raw pointer; the
+//! only dereferences of it are here.
+
+/// A byte range owned by the caller until its request completes.
+#[derive(Clone, Copy, Debug)]
+pub struct RawBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the caller of `RawBuf::new` promises exclusive use by the request,
+// which only the engine's thread touches.
+unsafe impl Send for RawBuf {}
+
+impl RawBuf {
+    /// An empty buffer (zero-length messages, `MPI_PROC_NULL`).
+    pub const EMPTY: RawBuf = RawBuf {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+
+    /// Wraps `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// Unless `len == 0`, `ptr` must be valid for reads (send buffers) or
+    /// reads and writes (receive buffers) of `len` bytes until the request
+    /// using it completes, and nothing else may write it meanwhile.
+    pub unsafe fn new(ptr: *mut u8, len: usize) -> RawBuf {
+        RawBuf { ptr, len }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a zero-length buffer.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes from `off` on (send side).
+    pub fn tail(&self, off: usize) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        assert!(off <= self.len);
+        // SAFETY: `new`'s contract makes [ptr, ptr+len) readable while the
+        // request is pending, which is whenever the engine calls this.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(off), self.len - off) }
+    }
+
+    /// Copies `src` into the buffer at `off` (receive side).
+    pub fn write_at(&self, off: usize, src: &[u8]) {
+        if src.is_empty() {
+            return;
+        }
+        assert!(off + src.len() <= self.len);
+        // SAFETY: `new`'s contract makes the range writable and unaliased;
+        // the assert keeps the copy inside it.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(off), src.len()) }
+    }
+}

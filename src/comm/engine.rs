@@ -1,0 +1,799 @@
+//! The per-process message engine: posts sends and receives on per-peer
+//! links, matches arriving messages to posted receives (MPI order: per
+//! sender, in posting order; unmatched messages are buffered), and waits with
+//! spin, then yield, then futex sleep, noticing dead peers and deadlines.
+
+use super::buffer::RawBuf;
+use crate::error::{Error, Result};
+use crate::param::params;
+use crate::transport::frame::{Frame, FRAME_BYTES};
+use crate::transport::shm::segment::pid_alive;
+use crate::transport::shm::Segment;
+use crate::transport::Link;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Handle of a pending operation inside one engine.
+pub type ReqId = usize;
+
+/// What a completed operation reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Status {
+    /// World rank of the sender (receives), or of the destination (sends).
+    pub source: usize,
+    /// Tag of the matched message.
+    pub tag: i32,
+    /// Bytes delivered into the receive buffer.
+    pub bytes: usize,
+    /// Set when the message did not fit (`Error::Truncated`).
+    pub error: Option<Error>,
+}
+
+/// Envelope of a message found by probing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// World rank of the sender.
+    pub source: usize,
+    /// Its tag.
+    pub tag: i32,
+    /// Its length in bytes.
+    pub bytes: usize,
+}
+
+/// Which messages a receive accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Match {
+    /// World rank of the sender, or any.
+    pub source: Option<usize>,
+    /// Communicator context.
+    pub ctx: u32,
+    /// Tag, or any.
+    pub tag: Option<i32>,
+}
+
+impl Match {
+    fn accepts(&self, src: usize, f: &Frame) -> bool {
+        f.ctx == self.ctx
+            && self.source.is_none_or(|s| s == src)
+            && self.tag.is_none_or(|t| t == f.tag)
+    }
+}
+
+enum Kind {
+    Send {
+        dst: usize,
+        hdr: [u8; FRAME_BYTES],
+        off: usize,
+        buf: RawBuf,
+    },
+    Recv {
+        m: Match,
+        buf: RawBuf,
+    },
+}
+
+struct Req {
+    kind: Kind,
+    done: bool,
+    status: Status,
+    /// `MPI_Request_free` was called: drop it silently when it completes.
+    detached: bool,
+}
+
+enum Target {
+    Req(ReqId),
+    Unexpected(u64),
+}
+
+enum Rx {
+    Header {
+        got: usize,
+        hdr: [u8; FRAME_BYTES],
+    },
+    Body {
+        frame: Frame,
+        target: Target,
+        off: usize,
+    },
+}
+
+struct Unexpected {
+    id: u64,
+    src: usize,
+    frame: Frame,
+    data: Vec<u8>,
+    complete: bool,
+    claimed: Option<ReqId>,
+}
+
+/// One rank's engine: its links to every world rank and all pending work.
+pub struct Engine {
+    me: usize,
+    links: Vec<Link>,
+    seg: Option<Arc<Segment>>,
+    sendq: Vec<VecDeque<ReqId>>,
+    rx: Vec<Rx>,
+    posted: Vec<ReqId>,
+    unexpected: VecDeque<Unexpected>,
+    next_unexpected: u64,
+    reqs: Vec<Option<Req>>,
+    free: Vec<ReqId>,
+    spin: u32,
+    /// Set after a fatal failure: pending work was dropped, the links are in
+    /// an unknown state, and every later operation fails.
+    broken: Option<Error>,
+    /// Next context id this process may hand out (see `Comm::dup`).
+    pub next_ctx_id: u32,
+    /// Forced algorithms (collective, algorithm), from `FERROCOLL_ALGO`.
+    pub algo: Vec<(String, String)>,
+}
+
+const HDR0: Rx = Rx::Header {
+    got: 0,
+    hdr: [0; FRAME_BYTES],
+};
+
+impl Engine {
+    /// An engine for world rank `me` over a shared segment (all ranks on
+    /// this host). `seg.nranks()` is the world size.
+    pub fn over_shm(me: usize, seg: Arc<Segment>) -> Engine {
+        let n = seg.nranks();
+        let links = (0..n)
+            .map(|p| {
+                if p == me {
+                    Link::SelfLoop(VecDeque::new())
+                } else {
+                    Link::Shm {
+                        tx: seg.ring(me, p),
+                        rx: seg.ring(p, me),
+                    }
+                }
+            })
+            .collect();
+        Engine::with_links(me, links, Some(seg))
+    }
+
+    /// A single rank with no peers.
+    pub fn singleton() -> Engine {
+        Engine::with_links(0, vec![Link::SelfLoop(VecDeque::new())], None)
+    }
+
+    fn with_links(me: usize, links: Vec<Link>, seg: Option<Arc<Segment>>) -> Engine {
+        let n = links.len();
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        // Oversubscribed ranks must hand the core to their peer quickly.
+        let spin = if n > cores {
+            params().spin.min(64)
+        } else {
+            params().spin
+        };
+        Engine {
+            me,
+            links,
+            seg,
+            sendq: (0..n).map(|_| VecDeque::new()).collect(),
+            rx: (0..n).map(|_| HDR0).collect(),
+            posted: Vec::new(),
+            unexpected: VecDeque::new(),
+            next_unexpected: 0,
+            reqs: Vec::new(),
+            free: Vec::new(),
+            spin,
+            broken: None,
+            next_ctx_id: 2,
+            algo: params().algo.clone(),
+        }
+    }
+
+    /// This engine's world rank.
+    pub fn rank(&self) -> usize {
+        self.me
+    }
+
+    /// World size.
+    pub fn size(&self) -> usize {
+        self.links.len()
+    }
+
+    /// The shared segment, if any (abort flag, pids).
+    pub fn segment(&self) -> Option<&Arc<Segment>> {
+        self.seg.as_ref()
+    }
+
+    fn alloc(&mut self, kind: Kind) -> ReqId {
+        let r = Req {
+            kind,
+            done: false,
+            status: Status::default(),
+            detached: false,
+        };
+        match self.free.pop() {
+            Some(id) => {
+                self.reqs[id] = Some(r);
+                id
+            }
+            None => {
+                self.reqs.push(Some(r));
+                self.reqs.len() - 1
+            }
+        }
+    }
+
+    fn req(&mut self, id: ReqId) -> &mut Req {
+        self.reqs[id].as_mut().expect("live request")
+    }
+
+    fn complete(&mut self, id: ReqId, status: Status) {
+        let r = self.req(id);
+        r.done = true;
+        r.status = status;
+        if r.detached {
+            self.release(id);
+        }
+    }
+
+    fn release(&mut self, id: ReqId) {
+        self.reqs[id] = None;
+        self.free.push(id);
+    }
+
+    /// Fails if an earlier fatal error broke this engine.
+    pub fn check(&self) -> Result<()> {
+        match &self.broken {
+            Some(e) => Err(Error::Poisoned(e.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Gives up all pending work after a fatal error: no request keeps a
+    /// caller's buffer, and every later operation fails with `err`.
+    pub fn poison(&mut self, err: Error) {
+        if self.broken.is_none() {
+            self.broken = Some(err.clone());
+        }
+        for q in &mut self.sendq {
+            q.clear();
+        }
+        self.posted.clear();
+        self.unexpected.clear();
+        for rx in &mut self.rx {
+            *rx = HDR0;
+        }
+        for r in self.reqs.iter_mut().flatten() {
+            if !r.done {
+                r.done = true;
+                r.status.error = Some(err.clone());
+                r.kind = Kind::Recv {
+                    m: Match {
+                        source: None,
+                        ctx: u32::MAX,
+                        tag: None,
+                    },
+                    buf: RawBuf::EMPTY,
+                };
+            }
+        }
+    }
+
+    /// Posts a send of `buf` to world rank `dst`.
+    pub fn isend(&mut self, dst: usize, ctx: u32, tag: i32, buf: RawBuf) -> Result<ReqId> {
+        self.check()?;
+        let hdr = Frame {
+            ctx,
+            tag,
+            len: buf.len() as u64,
+        }
+        .encode();
+        let id = self.alloc(Kind::Send {
+            dst,
+            hdr,
+            off: 0,
+            buf,
+        });
+        self.sendq[dst].push_back(id);
+        // Push what fits right away: small messages complete here.
+        self.push_sends(dst);
+        Ok(id)
+    }
+
+    /// Posts a receive into `buf`.
+    pub fn irecv(&mut self, m: Match, buf: RawBuf) -> Result<ReqId> {
+        self.check()?;
+        let id = self.alloc(Kind::Recv { m, buf });
+        let hit = self
+            .unexpected
+            .iter()
+            .position(|u| u.claimed.is_none() && m.accepts(u.src, &u.frame));
+        match hit {
+            Some(pos) if self.unexpected[pos].complete => {
+                let u = self.unexpected.remove(pos).expect("index in range");
+                self.deliver_buffered(id, u);
+            }
+            Some(pos) => self.unexpected[pos].claimed = Some(id),
+            None => self.posted.push(id),
+        }
+        Ok(id)
+    }
+
+    fn deliver_buffered(&mut self, id: ReqId, u: Unexpected) {
+        let Kind::Recv { buf, .. } = self.req(id).kind else {
+            unreachable!("only receives claim messages")
+        };
+        let n = u.data.len().min(buf.len());
+        buf.write_at(0, &u.data[..n]);
+        let status = recv_status(u.src, &u.frame, buf.len());
+        self.complete(id, status);
+    }
+
+    /// Whether a request has completed (no progress is made).
+    pub fn is_done(&self, id: ReqId) -> bool {
+        self.reqs[id].as_ref().is_some_and(|r| r.done)
+    }
+
+    /// Removes a completed request and returns its status.
+    pub fn take(&mut self, id: ReqId) -> Status {
+        let st = std::mem::take(&mut self.req(id).status);
+        self.release(id);
+        st
+    }
+
+    /// Lets a pending request finish on its own (`MPI_Request_free`).
+    pub fn detach(&mut self, id: ReqId) {
+        if self.is_done(id) {
+            self.release(id);
+        } else {
+            self.req(id).detached = true;
+        }
+    }
+
+    /// Looks for a buffered message matching `m` without receiving it.
+    pub fn iprobe(&mut self, m: Match) -> Option<Envelope> {
+        self.progress();
+        self.find_unexpected(m)
+    }
+
+    fn find_unexpected(&self, m: Match) -> Option<Envelope> {
+        self.unexpected
+            .iter()
+            .find(|u| u.claimed.is_none() && m.accepts(u.src, &u.frame))
+            .map(|u| Envelope {
+                source: u.src,
+                tag: u.frame.tag,
+                bytes: u.frame.len as usize,
+            })
+    }
+
+    /// Blocks until a message matching `m` is available.
+    pub fn probe(&mut self, m: Match, op: &'static str) -> Result<Envelope> {
+        let mut found = None;
+        let peers: Vec<usize> = m.source.into_iter().collect();
+        self.wait_loop(op, &peers, |e| {
+            found = e.find_unexpected(m);
+            found.is_some()
+        })?;
+        Ok(found.expect("set when the loop ends"))
+    }
+
+    /// Waits for one request and returns its status (the request is freed).
+    pub fn wait(&mut self, id: ReqId, op: &'static str) -> Result<Status> {
+        self.wait_all(&[id], op)?;
+        Ok(self.take(id))
+    }
+
+    /// Waits until every request in `ids` has completed (they stay
+    /// allocated; `take` each).
+    pub fn wait_all(&mut self, ids: &[ReqId], op: &'static str) -> Result<()> {
+        if ids.iter().all(|&i| self.is_done(i)) {
+            return Ok(());
+        }
+        let peers = self.peers_of(ids);
+        self.wait_loop(op, &peers, |e| ids.iter().all(|&i| e.is_done(i)))
+    }
+
+    /// Waits until one of `ids` has completed; returns its index in `ids`.
+    pub fn wait_any(&mut self, ids: &[ReqId], op: &'static str) -> Result<usize> {
+        let peers = self.peers_of(ids);
+        let mut which = 0;
+        self.wait_loop(op, &peers, |e| {
+            match ids.iter().position(|&i| e.is_done(i)) {
+                Some(p) => {
+                    which = p;
+                    true
+                }
+                None => false,
+            }
+        })?;
+        Ok(which)
+    }
+
+    /// World ranks that pending requests in `ids` depend on.
+    fn peers_of(&self, ids: &[ReqId]) -> Vec<usize> {
+        let mut v: Vec<usize> = ids
+            .iter()
+            .filter_map(|&i| self.reqs[i].as_ref())
+            .filter(|r| !r.done)
+            .filter_map(|r| match r.kind {
+                Kind::Send { dst, .. } => Some(dst),
+                Kind::Recv { m, .. } => m.source,
+            })
+            .filter(|&p| p != self.me)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Makes progress until `done` holds: spin, then yield, then sleep on the
+    /// doorbell. Fails on abort, on the death of a peer in `peers`, or when
+    /// `FERROCOLL_TIMEOUT` passes.
+    fn wait_loop(
+        &mut self,
+        op: &'static str,
+        peers: &[usize],
+        done: impl FnMut(&Engine) -> bool,
+    ) -> Result<()> {
+        self.check()?;
+        let r = self.wait_inner(op, peers, done);
+        if let Err(e) = &r {
+            self.poison(e.clone());
+        }
+        r
+    }
+
+    fn wait_inner(
+        &mut self,
+        op: &'static str,
+        peers: &[usize],
+        mut done: impl FnMut(&Engine) -> bool,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let mut last_check = start;
+        let mut idle: u32 = 0;
+        loop {
+            let seen = self.seg.as_ref().map(|s| s.doorbell(self.me).seq());
+            let moved = self.progress();
+            if done(self) {
+                return Ok(());
+            }
+            if moved {
+                idle = 0;
+                continue;
+            }
+            idle = idle.saturating_add(1);
+            if idle <= self.spin {
+                std::hint::spin_loop();
+                continue;
+            }
+            let Some(seg) = self.seg.clone() else {
+                // No peers: nothing else can make this complete.
+                return Err(Error::InvalidArg(format!(
+                    "{op} can never complete: no matching message or receiver"
+                )));
+            };
+            if idle <= self.spin + 16 {
+                std::thread::yield_now();
+            } else {
+                seg.doorbell(self.me)
+                    .sleep(seen.unwrap_or(0), Duration::from_millis(20));
+            }
+            if last_check.elapsed() >= Duration::from_millis(50) {
+                last_check = Instant::now();
+                self.check_health(&seg, op, peers, start)?;
+            }
+        }
+    }
+
+    fn check_health(
+        &mut self,
+        seg: &Segment,
+        op: &'static str,
+        peers: &[usize],
+        start: Instant,
+    ) -> Result<()> {
+        if let Some((rank, code)) = seg.aborted() {
+            return Err(Error::Aborted { rank, code });
+        }
+        for &p in peers {
+            if !pid_alive(seg.pid_of(p)) {
+                // It may have sent everything before exiting: drain first.
+                self.progress();
+                let still = self.reqs.iter().flatten().any(|r| {
+                    !r.done
+                        && match r.kind {
+                            Kind::Send { dst, .. } => dst == p,
+                            Kind::Recv { m, .. } => m.source == Some(p),
+                        }
+                });
+                if still {
+                    return Err(Error::PeerDied { rank: p, op });
+                }
+            }
+        }
+        if let Some(t) = params().timeout {
+            if start.elapsed() > t {
+                return Err(Error::Timeout {
+                    secs: t.as_secs_f64(),
+                    op,
+                    peers: if peers.is_empty() {
+                        "any".into()
+                    } else {
+                        peers
+                            .iter()
+                            .map(|p| p.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// One pass over every link: push queued sends, drain arrivals.
+    /// Returns whether anything moved.
+    pub fn progress(&mut self) -> bool {
+        let mut moved = false;
+        for p in 0..self.links.len() {
+            if !self.sendq[p].is_empty() {
+                moved |= self.push_sends(p);
+            }
+            if self.links[p].readable() > 0 {
+                moved |= self.drain(p);
+            }
+        }
+        moved
+    }
+
+    fn ring_bell(&self, peer: usize) {
+        if let Some(seg) = &self.seg {
+            if self.links[peer].is_remote() {
+                seg.doorbell(peer).ring();
+            }
+        }
+    }
+
+    fn push_sends(&mut self, dst: usize) -> bool {
+        let mut wrote = 0;
+        while let Some(&id) = self.sendq[dst].front() {
+            let Some(Req {
+                kind: Kind::Send { hdr, off, buf, .. },
+                ..
+            }) = self.reqs[id].as_mut()
+            else {
+                unreachable!("send queue holds sends")
+            };
+            let total = FRAME_BYTES + buf.len();
+            while *off < total {
+                let n = if *off < FRAME_BYTES {
+                    self.links[dst].write_some(&hdr[*off..])
+                } else {
+                    self.links[dst].write_some(buf.tail(*off - FRAME_BYTES))
+                };
+                if n == 0 {
+                    break;
+                }
+                *off += n;
+                wrote += n;
+            }
+            if *off < total {
+                break;
+            }
+            let bytes = buf.len();
+            self.sendq[dst].pop_front();
+            self.complete(
+                id,
+                Status {
+                    source: dst,
+                    tag: 0,
+                    bytes,
+                    error: None,
+                },
+            );
+        }
+        if wrote > 0 {
+            self.ring_bell(dst);
+        }
+        wrote > 0
+    }
+
+    fn drain(&mut self, src: usize) -> bool {
+        let mut read = 0;
+        loop {
+            let avail = self.links[src].readable();
+            if avail == 0 {
+                break;
+            }
+            match &mut self.rx[src] {
+                Rx::Header { got, hdr } => {
+                    let mut g = *got;
+                    read += self.links[src].read_with(FRAME_BYTES - g, |s| {
+                        hdr[g..g + s.len()].copy_from_slice(s);
+                        g += s.len();
+                    });
+                    *got = g;
+                    if g == FRAME_BYTES {
+                        let hdr = *hdr;
+                        self.start_message(src, &hdr);
+                    }
+                }
+                Rx::Body { frame, target, off } => {
+                    let len = frame.len as usize;
+                    let want = len - *off;
+                    let mut o = *off;
+                    match target {
+                        Target::Req(id) => {
+                            let Some(Req {
+                                kind: Kind::Recv { buf, .. },
+                                ..
+                            }) = self.reqs[*id].as_ref()
+                            else {
+                                unreachable!("body targets a receive")
+                            };
+                            let buf = *buf;
+                            read += self.links[src].read_with(want, |s| {
+                                // Past the buffer's end the bytes are dropped
+                                // (truncation is reported in the status).
+                                let fit = buf.len().saturating_sub(o).min(s.len());
+                                buf.write_at(o, &s[..fit]);
+                                o += s.len();
+                            });
+                        }
+                        Target::Unexpected(uid) => {
+                            let uid = *uid;
+                            let u = self
+                                .unexpected
+                                .iter_mut()
+                                .find(|u| u.id == uid)
+                                .expect("buffered message exists");
+                            read += self.links[src].read_with(want, |s| {
+                                u.data.extend_from_slice(s);
+                                o += s.len();
+                            });
+                        }
+                    }
+                    *off = o;
+                    if o == len {
+                        self.finish_message(src);
+                    }
+                }
+            }
+        }
+        if read > 0 {
+            // The sender may be waiting for ring space.
+            self.ring_bell(src);
+        }
+        read > 0
+    }
+
+    fn start_message(&mut self, src: usize, hdr: &[u8; FRAME_BYTES]) {
+        let Some(frame) = Frame::decode(hdr) else {
+            // Shared memory is written only by our own ranks; a bad header
+            // means memory corruption, and continuing would deliver garbage.
+            panic!("ferrocoll: corrupted message header from rank {src}");
+        };
+        let hit = self.posted.iter().position(|&id| {
+            matches!(&self.reqs[id], Some(Req { kind: Kind::Recv { m, .. }, .. }) if m.accepts(src, &frame))
+        });
+        let target = match hit {
+            Some(p) => Target::Req(self.posted.remove(p)),
+            None => {
+                let id = self.next_unexpected;
+                self.next_unexpected += 1;
+                self.unexpected.push_back(Unexpected {
+                    id,
+                    src,
+                    frame,
+                    data: Vec::with_capacity(frame.len as usize),
+                    complete: false,
+                    claimed: None,
+                });
+                Target::Unexpected(id)
+            }
+        };
+        self.rx[src] = Rx::Body {
+            frame,
+            target,
+            off: 0,
+        };
+        if frame.len == 0 {
+            self.finish_message(src);
+        }
+    }
+
+    fn finish_message(&mut self, src: usize) {
+        let Rx::Body { frame, target, .. } = std::mem::replace(&mut self.rx[src], HDR0) else {
+            unreachable!("finishing a body")
+        };
+        match target {
+            Target::Req(id) => {
+                let Kind::Recv { buf, .. } = self.req(id).kind else {
+                    unreachable!("body targets a receive")
+                };
+                let st = recv_status(src, &frame, buf.len());
+                self.complete(id, st);
+            }
+            Target::Unexpected(uid) => {
+                let pos = self
+                    .unexpected
+                    .iter()
+                    .position(|u| u.id == uid)
+                    .expect("buffered message exists");
+                let u = &mut self.unexpected[pos];
+                u.complete = true;
+                if let Some(id) = u.claimed {
+                    let u = self.unexpected.remove(pos).expect("index in range");
+                    self.deliver_buffered(id, u);
+                }
+            }
+        }
+    }
+}
+
+fn recv_status(src: usize, f: &Frame, cap: usize) -> Status {
+    let len = f.len as usize;
+    Status {
+        source: src,
+        tag: f.tag,
+        bytes: len.min(cap),
+        error: (len > cap).then_some(Error::Truncated { got: len, cap, src }),
+    }
+}
+
+impl Engine {
+    /// Sends and receives a set of messages on context `ctx` with one tag,
+    /// returning when all have completed. Every receive must be filled
+    /// exactly (collectives know their sizes); a shorter or longer message
+    /// means the ranks called the collective with mismatched arguments.
+    pub fn exchange(
+        &mut self,
+        ctx: u32,
+        tag: i32,
+        sends: &[(usize, &[u8])],
+        recvs: &mut [(usize, &mut [u8])],
+        op: &'static str,
+    ) -> Result<()> {
+        let mut ids = Vec::with_capacity(sends.len() + recvs.len());
+        for (src, buf) in recvs.iter_mut() {
+            let m = Match {
+                source: Some(*src),
+                ctx,
+                tag: Some(tag),
+            };
+            // SAFETY: `buf` is borrowed for this whole call, and the call only
+            // returns once the request completed or the engine was poisoned
+            // (which drops every pending request).
+            let raw = unsafe { RawBuf::new(buf.as_mut_ptr(), buf.len()) };
+            ids.push(self.irecv(m, raw)?);
+        }
+        let nrecv = ids.len();
+        for (dst, buf) in sends {
+            // SAFETY: as above; send buffers are only read.
+            let raw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
+            ids.push(self.isend(*dst, ctx, tag, raw)?);
+        }
+        self.wait_all(&ids, op)?;
+        let mut bad = None;
+        for (i, &id) in ids.iter().enumerate() {
+            let st = self.take(id);
+            if i < nrecv && bad.is_none() {
+                let want = recvs[i].1.len();
+                if st.error.is_some() || st.bytes != want {
+                    let got = match st.error {
+                        Some(Error::Truncated { got, .. }) => got,
+                        _ => st.bytes,
+                    };
+                    bad = Some(Error::InvalidArg(format!(
+                        "{op}: world rank {} sent {got} bytes where {want} were expected \
+                         (ranks passed different counts or datatypes)",
+                        st.source
+                    )));
+                }
+            }
+        }
+        match bad {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! ferrocoll: collective communication for C programs. An MPI (MPICH ABI)
+//! face over a Rust core of communicators, collective algorithms and
+//! per-peer transports. See DESIGN.md in the project's shared notes.
+
+pub mod coll;
+pub mod comm;
+pub mod error;
+pub mod param;
+pub mod transport;

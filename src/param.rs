@@ -1,0 +1,141 @@
+//! Every environment knob, read once. Documented in one table (also in README.md):
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `FERROCOLL_DEBUG` | `off` | `off`, `warn`, `info`, `trace`: diagnostics on stderr |
+//! | `FERROCOLL_TIMEOUT` | `0` (off) | seconds a collective or point-to-point wait may block before failing |
+//! | `FERROCOLL_SETUP_TIMEOUT` | `60` | seconds `MPI_Init` waits for the other ranks |
+//! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial` |
+//! | `FERROCOLL_SHM_RING_BYTES` | `262144` | bytes of each per-pair shared-memory ring |
+//! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
+//! | `FERROCOLL_RANK`, `FERROCOLL_SIZE`, `FERROCOLL_JOB` | (set by `ferrorun`) | this rank, the rank count, the job id |
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How much the library says on stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DebugLevel {
+    /// Nothing.
+    Off,
+    /// Unexpected but recoverable situations.
+    Warn,
+    /// Set-up decisions (transport, algorithms).
+    Info,
+    /// Every collective call.
+    Trace,
+}
+
+/// All knobs, parsed once from the environment.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// `FERROCOLL_DEBUG`.
+    pub debug: DebugLevel,
+    /// `FERROCOLL_TIMEOUT`; `None` means wait forever (peer death is still noticed).
+    pub timeout: Option<Duration>,
+    /// `FERROCOLL_SETUP_TIMEOUT`.
+    pub setup_timeout: Duration,
+    /// `FERROCOLL_ALGO`: (collective, algorithm) pairs.
+    pub algo: Vec<(String, String)>,
+    /// `FERROCOLL_SHM_RING_BYTES`, rounded up to a multiple of 4 KiB.
+    pub ring_bytes: usize,
+    /// `FERROCOLL_SPIN`.
+    pub spin: u32,
+}
+
+impl Params {
+    /// Parses knobs from any key lookup (tests pass a closure over a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Params {
+        let secs = |k: &str, d: f64| {
+            get(k)
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .unwrap_or(d)
+        };
+        let timeout = secs("FERROCOLL_TIMEOUT", 0.0);
+        let debug = match get("FERROCOLL_DEBUG").as_deref().map(str::trim) {
+            Some("warn" | "WARN") => DebugLevel::Warn,
+            Some("info" | "INFO") => DebugLevel::Info,
+            Some("trace" | "TRACE") => DebugLevel::Trace,
+            _ => DebugLevel::Off,
+        };
+        let algo = get("FERROCOLL_ALGO")
+            .map(|v| {
+                v.split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ring = get("FERROCOLL_SHM_RING_BYTES")
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(256 * 1024)
+            .clamp(4096, 1 << 30);
+        Params {
+            debug,
+            timeout: (timeout > 0.0).then(|| Duration::from_secs_f64(timeout)),
+            setup_timeout: Duration::from_secs_f64(secs("FERROCOLL_SETUP_TIMEOUT", 60.0).max(0.1)),
+            algo,
+            ring_bytes: ring.div_ceil(4096) * 4096,
+            spin: get("FERROCOLL_SPIN")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(2000),
+        }
+    }
+
+    /// The forced algorithm for a collective, if `FERROCOLL_ALGO` names one.
+    pub fn algo_for(&self, coll: &str) -> Option<&str> {
+        self.algo
+            .iter()
+            .find(|(k, _)| k == coll)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The process-wide knobs, read from the environment on first use.
+pub fn params() -> &'static Params {
+    static P: OnceLock<Params> = OnceLock::new();
+    P.get_or_init(|| Params::from_lookup(|k| std::env::var(k).ok()))
+}
+
+/// Prints a diagnostic when `FERROCOLL_DEBUG` is at least `level`.
+pub fn debug_log(level: DebugLevel, msg: impl FnOnce() -> String) {
+    if params().debug >= level {
+        eprintln!("ferrocoll[{}]: {}", std::process::id(), msg());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn parse(pairs: &[(&str, &str)]) -> Params {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Params::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let p = parse(&[]);
+        assert_eq!(p.timeout, None);
+        assert_eq!(p.debug, DebugLevel::Off);
+        assert_eq!(p.ring_bytes, 256 * 1024);
+        let p = parse(&[
+            ("FERROCOLL_TIMEOUT", "2.5"),
+            ("FERROCOLL_ALGO", "allreduce=Ring, bcast=binomial"),
+            ("FERROCOLL_SHM_RING_BYTES", "5000"),
+            ("FERROCOLL_DEBUG", "info"),
+        ]);
+        assert_eq!(p.timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(p.algo_for("allreduce"), Some("ring"));
+        assert_eq!(p.algo_for("bcast"), Some("binomial"));
+        assert_eq!(p.algo_for("reduce"), None);
+        assert_eq!(p.ring_bytes, 8192);
+        assert_eq!(p.debug, DebugLevel::Info);
+        assert_eq!(parse(&[("FERROCOLL_TIMEOUT", "-1")]).timeout, None);
+    }
+}

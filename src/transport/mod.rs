@@ -1,0 +1,69 @@
+//! Per-peer links. A link moves a stream of framed bytes to one peer and
+//! from it; posting, matching and waiting live in `comm::engine`, which
+//! drives every link of a rank from one progress loop, so a rank sending a
+//! large message keeps draining what its peers send it (no ring deadlock).
+
+pub mod frame;
+pub mod shm;
+
+use shm::ring::Ring;
+use std::collections::VecDeque;
+
+/// One peer's connection, chosen per peer: shared memory on this host, a
+/// loop-back queue for the rank itself.
+pub enum Link {
+    /// Two rings in the job's shared segment (to the peer, from the peer).
+    Shm {
+        /// Bytes from this rank to the peer.
+        tx: Ring,
+        /// Bytes from the peer to this rank.
+        rx: Ring,
+    },
+    /// A rank talking to itself: an in-process byte queue.
+    SelfLoop(VecDeque<u8>),
+}
+
+impl Link {
+    /// Copies as much of `data` as the link accepts now.
+    pub fn write_some(&mut self, data: &[u8]) -> usize {
+        match self {
+            Link::Shm { tx, .. } => tx.write_some(data),
+            Link::SelfLoop(q) => {
+                q.extend(data);
+                data.len()
+            }
+        }
+    }
+
+    /// Bytes waiting to be read.
+    pub fn readable(&self) -> usize {
+        match self {
+            Link::Shm { rx, .. } => rx.readable(),
+            Link::SelfLoop(q) => q.len(),
+        }
+    }
+
+    /// Hands up to `max` waiting bytes to `f` in order, consuming them.
+    pub fn read_with(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+        match self {
+            Link::Shm { rx, .. } => rx.read_with(max, f),
+            Link::SelfLoop(q) => {
+                let n = max.min(q.len());
+                let (a, b) = q.as_slices();
+                let first = n.min(a.len());
+                f(&a[..first]);
+                if n > first {
+                    f(&b[..n - first]);
+                }
+                q.drain(..n);
+                n
+            }
+        }
+    }
+
+    /// Whether bytes written here are seen by another process (so the
+    /// peer's doorbell must be rung).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Link::Shm { .. })
+    }
+}

@@ -1,0 +1,8 @@
+//! Shared-memory transport: the job segment, SPSC byte rings and futex
+//! doorbells. The only module besides `ffi/` that touches raw memory.
+
+pub mod futex;
+pub mod ring;
+pub mod segment;
+
+pub use segment::Segment;

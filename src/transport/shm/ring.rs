@@ -1,0 +1,149 @@
+//! A single-producer single-consumer byte ring in shared memory.
+//!
+//! `head` counts bytes ever written (only the producer stores it), `tail`
+//! bytes ever read (only the consumer stores it); each sits on its own cache
+//! line so the two sides do not false-share.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Control words at the start of each ring.
+#[repr(C, align(128))]
+pub struct RingCtrl {
+    head: AtomicU64,
+    _pad: [u8; 56],
+    tail: AtomicU64,
+}
+
+/// Bytes the control block occupies before the data area.
+pub const CTRL_BYTES: usize = std::mem::size_of::<RingCtrl>();
+
+/// One direction of a shared-memory link.
+pub struct Ring {
+    ctrl: *const RingCtrl,
+    data: *mut u8,
+    cap: usize,
+}
+
+// SAFETY: the ring only touches shared memory through atomics and through
+// byte ranges that the head/tail protocol gives exclusively to one side.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    /// Wraps the ring whose control block starts at `base`.
+    ///
+    /// # Safety
+    /// `base` must point to `CTRL_BYTES + cap` bytes of zero-initialised or
+    /// previously used ring memory that stays mapped while the ring lives,
+    /// with one producer and one consumer in total.
+    pub unsafe fn from_raw(base: *mut u8, cap: usize) -> Ring {
+        Ring {
+            ctrl: base as *const RingCtrl,
+            // SAFETY: the caller guarantees `CTRL_BYTES + cap` bytes at base.
+            data: unsafe { base.add(CTRL_BYTES) },
+            cap,
+        }
+    }
+
+    fn ctrl(&self) -> &RingCtrl {
+        // SAFETY: `ctrl` points into a mapping that outlives `self`.
+        unsafe { &*self.ctrl }
+    }
+
+    /// Bytes the consumer may read now.
+    pub fn readable(&self) -> usize {
+        let c = self.ctrl();
+        (c.head.load(Ordering::Acquire) - c.tail.load(Ordering::Relaxed)) as usize
+    }
+
+    /// Bytes the producer may write now.
+    pub fn writable(&self) -> usize {
+        let c = self.ctrl();
+        self.cap - (c.head.load(Ordering::Relaxed) - c.tail.load(Ordering::Acquire)) as usize
+    }
+
+    /// Producer: copies as much of `src` as fits; returns the bytes written.
+    pub fn write_some(&self, src: &[u8]) -> usize {
+        let n = src.len().min(self.writable());
+        if n == 0 {
+            return 0;
+        }
+        let c = self.ctrl();
+        let head = c.head.load(Ordering::Relaxed);
+        let at = (head % self.cap as u64) as usize;
+        let first = n.min(self.cap - at);
+        // SAFETY: [at, at+first) and [0, n-first) lie inside the data area and
+        // are free (head - tail + n <= cap), so the consumer is not reading them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.data.add(at), first);
+            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), self.data, n - first);
+        }
+        c.head.store(head + n as u64, Ordering::Release);
+        n
+    }
+
+    /// Consumer: gives up to `max` readable bytes to `f` as one or two
+    /// contiguous slices (in order), then releases them. Returns the count.
+    pub fn read_with(&self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+        let n = max.min(self.readable());
+        if n == 0 {
+            return 0;
+        }
+        let c = self.ctrl();
+        let tail = c.tail.load(Ordering::Relaxed);
+        let at = (tail % self.cap as u64) as usize;
+        let first = n.min(self.cap - at);
+        // SAFETY: the bytes in [tail, tail+n) were published by the producer's
+        // Release store of head (observed by `readable`'s Acquire load) and the
+        // producer does not touch them until tail moves past them.
+        unsafe {
+            f(std::slice::from_raw_parts(self.data.add(at), first));
+            if n > first {
+                f(std::slice::from_raw_parts(self.data, n - first));
+            }
+        }
+        c.tail.store(tail + n as u64, Ordering::Release);
+        n
+    }
+
+    /// Consumer: copies up to `dst.len()` readable bytes; returns the count.
+    pub fn read_some(&self, dst: &mut [u8]) -> usize {
+        let mut off = 0;
+        self.read_with(dst.len(), |s| {
+            dst[off..off + s.len()].copy_from_slice(s);
+            off += s.len();
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_and_preserves_order() {
+        let cap = 64;
+        let mut mem = vec![0u64; (CTRL_BYTES + cap) / 8 + 16];
+        // Align to the control block's alignment inside the buffer.
+        let base = mem.as_mut_ptr() as *mut u8;
+        let off = base.align_offset(128);
+        assert!(off + CTRL_BYTES + cap <= mem.len() * 8);
+        // SAFETY: the buffer is zeroed, large enough, and outlives the ring.
+        let ring = unsafe { Ring::from_raw(base.add(off), cap) };
+        let mut next_w = 0u8;
+        let mut next_r = 0u8;
+        for round in 0..200 {
+            let chunk: Vec<u8> = (0..(round % 50) as u8)
+                .map(|i| next_w.wrapping_add(i))
+                .collect();
+            let n = ring.write_some(&chunk);
+            next_w = next_w.wrapping_add(n as u8);
+            let mut out = vec![0u8; (round * 7) % 40];
+            let m = ring.read_some(&mut out);
+            for b in &out[..m] {
+                assert_eq!(*b, next_r);
+                next_r = next_r.wrapping_add(1);
+            }
+        }
+        assert!(ring.readable() <= cap);
+    }
+}

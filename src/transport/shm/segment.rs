@@ -1,0 +1,315 @@
+//! The job's shared-memory segment: a header (attach count, pids, abort
+//! flag), one doorbell per rank and one ring per ordered pair of ranks.
+//!
+//! Rank 0 creates `/dev/shm/ferrocoll-<job>` (mode 0600), the others open it;
+//! the last rank to map it unlinks it, so a crash leaves nothing behind.
+
+use super::futex::Doorbell;
+use super::ring::{Ring, CTRL_BYTES};
+use crate::error::{Error, Result};
+use memmap2::MmapRaw;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const MAGIC: u64 = 0x4645_5252_4f43_4f4c; // "FERROCOL"
+const HEADER_BYTES: usize = 4096;
+const PIDS_OFFSET: usize = 256;
+/// Most ranks one segment serves (pids must fit in the header page).
+pub const MAX_RANKS: usize = (HEADER_BYTES - PIDS_OFFSET) / 4;
+/// Upper bound on all rings together; large jobs get smaller rings.
+const RING_BUDGET: usize = 512 << 20;
+
+#[repr(C)]
+struct Header {
+    magic: AtomicU64,
+    nranks: AtomicU32,
+    ring_bytes: AtomicU32,
+    attached: AtomicU32,
+    /// 0, or 1 + the world rank that aborted.
+    abort_rank: AtomicU32,
+    abort_code: AtomicI32,
+}
+
+/// A mapped segment shared by all ranks of one host.
+pub struct Segment {
+    map: MmapRaw,
+    nranks: usize,
+    ring_bytes: usize,
+}
+
+// SAFETY: all shared state in the mapping is accessed through atomics or
+// through rings whose protocol hands each byte range to one side at a time.
+unsafe impl Sync for Segment {}
+// SAFETY: as above; the mapping itself may move between threads.
+unsafe impl Send for Segment {}
+
+fn layout(nranks: usize, ring_bytes: usize) -> (usize, usize, usize) {
+    let bells = HEADER_BYTES;
+    let rings = (bells + nranks * 64).div_ceil(4096) * 4096;
+    let total = rings + nranks * nranks * (CTRL_BYTES + ring_bytes);
+    (bells, rings, total)
+}
+
+/// Ring size for a job: the requested size, shrunk so all rings fit the budget.
+pub fn ring_bytes_for(nranks: usize, requested: usize) -> usize {
+    let per = RING_BUDGET / (nranks * nranks).max(1);
+    (requested.min(per).max(16 * 1024) / 4096) * 4096
+}
+
+/// Path of a job's segment.
+pub fn path_for(job: &str) -> PathBuf {
+    PathBuf::from(format!("/dev/shm/ferrocoll-{job}"))
+}
+
+impl Segment {
+    /// Creates an anonymous segment for ranks living in this process
+    /// (thread-per-rank tests). Nothing is left in the file system.
+    pub fn anonymous(nranks: usize, ring_bytes: usize) -> Result<Segment> {
+        let ring_bytes = ring_bytes_for(nranks, ring_bytes);
+        let (_, _, total) = layout(nranks, ring_bytes);
+        let map = memmap2::MmapOptions::new()
+            .len(total)
+            .map_anon()
+            .map_err(|e| Error::os("mmap anonymous segment", e))?;
+        let map: MmapRaw = MmapRaw::from(map);
+        let seg = Segment {
+            map,
+            nranks,
+            ring_bytes,
+        };
+        seg.init_header();
+        Ok(seg)
+    }
+
+    /// Rank `rank` of `nranks` attaches to the job's segment at `path`,
+    /// creating it if `rank == 0`, waiting for it otherwise.
+    pub fn attach(
+        path: &Path,
+        rank: usize,
+        nranks: usize,
+        ring_bytes: usize,
+        deadline: Duration,
+    ) -> Result<Segment> {
+        if nranks > MAX_RANKS {
+            return Err(Error::Unsupported(format!(
+                "{nranks} ranks on one host (at most {MAX_RANKS})"
+            )));
+        }
+        let ring_bytes = ring_bytes_for(nranks, ring_bytes);
+        let (_, _, total) = layout(nranks, ring_bytes);
+        let file = if rank == 0 {
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(|e| Error::os(&format!("create {}", path.display()), e))?;
+            f.set_len(total as u64)
+                .map_err(|e| Error::os("size shared-memory segment", e))?;
+            f
+        } else {
+            open_when_ready(path, total, deadline)?
+        };
+        let map = MmapRaw::map_raw(&file).map_err(|e| Error::os("mmap segment", e))?;
+        let seg = Segment {
+            map,
+            nranks,
+            ring_bytes,
+        };
+        if rank == 0 {
+            seg.init_header();
+        } else {
+            seg.wait_for_magic(deadline)?;
+            let h = seg.header();
+            let (n, rb) = (
+                h.nranks.load(Ordering::Acquire) as usize,
+                h.ring_bytes.load(Ordering::Acquire) as usize,
+            );
+            if n != nranks || rb != ring_bytes {
+                return Err(Error::InvalidArg(format!(
+                    "segment {} was made for {n} ranks with {rb}-byte rings, \
+                     this rank expects {nranks} and {ring_bytes} (FERROCOLL_SHM_RING_BYTES differs?)",
+                    path.display()
+                )));
+            }
+        }
+        seg.pid(rank).store(std::process::id(), Ordering::Release);
+        if seg.header().attached.fetch_add(1, Ordering::AcqRel) + 1 == nranks as u32 {
+            // Everyone has it mapped: the name is no longer needed.
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(seg)
+    }
+
+    fn init_header(&self) {
+        let h = self.header();
+        h.nranks.store(self.nranks as u32, Ordering::Relaxed);
+        h.ring_bytes
+            .store(self.ring_bytes as u32, Ordering::Relaxed);
+        h.magic.store(MAGIC, Ordering::Release);
+    }
+
+    fn wait_for_magic(&self, deadline: Duration) -> Result<()> {
+        let start = Instant::now();
+        while self.header().magic.load(Ordering::Acquire) != MAGIC {
+            if start.elapsed() > deadline {
+                return Err(Error::Timeout {
+                    secs: deadline.as_secs_f64(),
+                    op: "MPI_Init (segment header)",
+                    peers: "0".into(),
+                });
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(())
+    }
+
+    fn base(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the mapping is at least HEADER_BYTES long, page aligned, and
+        // the header holds only atomics.
+        unsafe { &*(self.base() as *const Header) }
+    }
+
+    fn pid(&self, rank: usize) -> &AtomicU32 {
+        assert!(rank < self.nranks);
+        // SAFETY: rank < nranks <= MAX_RANKS keeps the slot inside the header
+        // page; the slot is an aligned u32 used only atomically.
+        unsafe { &*(self.base().add(PIDS_OFFSET + 4 * rank) as *const AtomicU32) }
+    }
+
+    /// Number of ranks the segment serves.
+    pub fn nranks(&self) -> usize {
+        self.nranks
+    }
+
+    /// Process id of `rank`, or 0 if it has not attached yet.
+    pub fn pid_of(&self, rank: usize) -> u32 {
+        self.pid(rank).load(Ordering::Acquire)
+    }
+
+    /// How many ranks have attached so far.
+    pub fn attached(&self) -> usize {
+        self.header().attached.load(Ordering::Acquire) as usize
+    }
+
+    /// The doorbell of `rank`.
+    pub fn doorbell(&self, rank: usize) -> &Doorbell {
+        assert!(rank < self.nranks);
+        let (bells, _, _) = layout(self.nranks, self.ring_bytes);
+        // SAFETY: doorbells are 64-byte aligned slots inside the mapping, made
+        // only of atomics.
+        unsafe { &*(self.base().add(bells + 64 * rank) as *const Doorbell) }
+    }
+
+    /// The ring carrying bytes from `src` to `dst`.
+    pub fn ring(&self, src: usize, dst: usize) -> Ring {
+        assert!(src < self.nranks && dst < self.nranks);
+        let (_, rings, _) = layout(self.nranks, self.ring_bytes);
+        let off = rings + (dst * self.nranks + src) * (CTRL_BYTES + self.ring_bytes);
+        // SAFETY: the offset lies inside the mapping (see `layout`), the ring
+        // memory is zero-initialised by ftruncate/anonymous mapping, and only
+        // `src` writes to it and only `dst` reads from it.
+        unsafe { Ring::from_raw(self.base().add(off), self.ring_bytes) }
+    }
+
+    /// Marks the job as aborted by `rank` and wakes every rank.
+    pub fn set_abort(&self, rank: usize, code: i32) {
+        let h = self.header();
+        h.abort_code.store(code, Ordering::Release);
+        let _ =
+            h.abort_rank
+                .compare_exchange(0, rank as u32 + 1, Ordering::AcqRel, Ordering::Acquire);
+        for r in 0..self.nranks {
+            self.doorbell(r).ring();
+        }
+    }
+
+    /// The (rank, code) that aborted the job, if any.
+    pub fn aborted(&self) -> Option<(usize, i32)> {
+        let h = self.header();
+        match h.abort_rank.load(Ordering::Acquire) {
+            0 => None,
+            r => Some((r as usize - 1, h.abort_code.load(Ordering::Acquire))),
+        }
+    }
+}
+
+fn open_when_ready(path: &Path, total: usize, deadline: Duration) -> Result<File> {
+    let start = Instant::now();
+    loop {
+        match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => {
+                let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                if len as usize >= total {
+                    return Ok(f);
+                }
+                if len != 0 {
+                    return Err(Error::InvalidArg(format!(
+                        "segment {} has {len} bytes, expected {total}",
+                        path.display()
+                    )));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::os(&format!("open {}", path.display()), e)),
+        }
+        if start.elapsed() > deadline {
+            return Err(Error::Timeout {
+                secs: deadline.as_secs_f64(),
+                op: "MPI_Init (waiting for rank 0's segment)",
+                peers: "0".into(),
+            });
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+/// True if a process with this pid exists (signal 0 probe).
+pub fn pid_alive(pid: u32) -> bool {
+    if pid == 0 {
+        return true;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attach_unlinks_after_last_rank() {
+        let path = path_for(&format!("unit-{}-{}", std::process::id(), line!()));
+        let _ = std::fs::remove_file(&path);
+        let p2 = path.clone();
+        let t = std::thread::spawn(move || {
+            Segment::attach(&p2, 1, 2, 8192, Duration::from_secs(10)).map(|_| ())
+        });
+        let s0 = Segment::attach(&path, 0, 2, 8192, Duration::from_secs(10)).unwrap();
+        t.join().unwrap().unwrap();
+        assert_eq!(s0.attached(), 2);
+        assert!(!path.exists());
+        assert_eq!(s0.pid_of(0), std::process::id());
+        s0.set_abort(1, 7);
+        assert_eq!(s0.aborted(), Some((1, 7)));
+    }
+
+    #[test]
+    fn wrong_ring_size_is_reported() {
+        let path = path_for(&format!("unit-{}-{}", std::process::id(), line!()));
+        let _ = std::fs::remove_file(&path);
+        let _s0 = Segment::attach(&path, 0, 2, 16384, Duration::from_secs(10)).unwrap();
+        let e = Segment::attach(&path, 1, 2, 65536, Duration::from_secs(2));
+        assert!(e.is_err());
+        let _ = std::fs::remove_file(&path);
+    }
+}

@@ -1,0 +1,428 @@
+//! Thread-per-rank matrix: every collective x every algorithm x ranks
+//! {1,2,3,4,7,8} x counts {0, 1, ranks-1, odd, several MB}, over the real
+//! shared-memory rings, compared with a naive reference.
+
+use ferrocoll::coll::{self, Ctx, Reducer};
+use ferrocoll::comm::engine::Engine;
+use ferrocoll::comm::Comm;
+use ferrocoll::transport::shm::Segment;
+use std::sync::Arc;
+
+const RANKS: [usize; 6] = [1, 2, 3, 4, 7, 8];
+/// Several MB of i32 (odd, so blocks are uneven).
+const BIG: usize = 3 * 1024 * 1024 / 4 + 3;
+
+fn counts(n: usize, big: bool) -> Vec<usize> {
+    let mut v = vec![0, 1, n.saturating_sub(1), 1001];
+    if big {
+        v.push(BIG);
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Runs `f(rank, engine, world)` on `n` threads sharing one segment.
+fn world(n: usize, algo: &[(&str, &str)], f: impl Fn(usize, &mut Engine, &mut Comm) + Sync) {
+    let seg = Arc::new(Segment::anonymous(n, 64 * 1024).unwrap());
+    std::thread::scope(|s| {
+        for r in 0..n {
+            let (seg, f) = (seg.clone(), &f);
+            s.spawn(move || {
+                let mut eng = Engine::over_shm(r, seg);
+                eng.algo = algo
+                    .iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect();
+                let mut comm = Comm::world(&eng);
+                f(r, &mut eng, &mut comm);
+            });
+        }
+    });
+}
+
+fn val(r: usize, i: usize) -> i32 {
+    ((r * 131 + i * 7) % 1000) as i32 - 300
+}
+
+fn data(r: usize, count: usize) -> Vec<u8> {
+    (0..count).flat_map(|i| val(r, i).to_ne_bytes()).collect()
+}
+
+fn sum_i32(src: &[u8], dst: &mut [u8]) {
+    for (s, d) in src.chunks_exact(4).zip(dst.chunks_exact_mut(4)) {
+        let v = i32::from_ne_bytes(s.try_into().unwrap())
+            .wrapping_add(i32::from_ne_bytes((&*d).try_into().unwrap()));
+        d.copy_from_slice(&v.to_ne_bytes());
+    }
+}
+
+const SUM: Reducer<'static> = Reducer {
+    extent: 4,
+    commutative: true,
+    apply: &sum_i32,
+};
+
+/// Non-commutative: affine maps x -> a*x + b composed left after right,
+/// as (a, b) pairs of wrapping u32.
+fn compose(src: &[u8], dst: &mut [u8]) {
+    for (s, d) in src.chunks_exact(8).zip(dst.chunks_exact_mut(8)) {
+        let u = |b: &[u8], i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().unwrap());
+        let (a, b, c, e) = (u(s, 0), u(s, 4), u(d, 0), u(&*d, 4));
+        d[..4].copy_from_slice(&a.wrapping_mul(c).to_ne_bytes());
+        d[4..].copy_from_slice(&a.wrapping_mul(e).wrapping_add(b).to_ne_bytes());
+    }
+}
+
+const COMPOSE: Reducer<'static> = Reducer {
+    extent: 8,
+    commutative: false,
+    apply: &compose,
+};
+
+fn affine(r: usize, count: usize) -> Vec<u8> {
+    (0..count)
+        .flat_map(|i| {
+            let a = (r as u32 * 3 + i as u32 * 5) % 7 + 2;
+            let b = (r as u32 * 11 + i as u32) % 13;
+            [a.to_ne_bytes(), b.to_ne_bytes()].concat()
+        })
+        .collect()
+}
+
+fn fold_ref(parts: impl Iterator<Item = Vec<u8>>, red: &Reducer) -> Vec<u8> {
+    let parts: Vec<Vec<u8>> = parts.collect();
+    let mut acc = parts.last().unwrap().clone();
+    for p in parts.iter().rev().skip(1) {
+        (red.apply)(p, &mut acc);
+    }
+    acc
+}
+
+fn sum_ref(n: usize, count: usize) -> Vec<u8> {
+    fold_ref((0..n).map(|r| data(r, count)), &SUM)
+}
+
+#[test]
+fn allreduce_all_algorithms() {
+    for algo in ["recursive_doubling", "ring", "reduce_bcast", "auto"] {
+        for n in RANKS {
+            for count in counts(n, true) {
+                let want = sum_ref(n, count);
+                world(n, &[("allreduce", algo)], |r, eng, comm| {
+                    let send = data(r, count);
+                    let mut recv = vec![0u8; send.len()];
+                    coll::allreduce::allreduce(
+                        &mut Ctx::new(eng, comm),
+                        Some(&send),
+                        &mut recv,
+                        &SUM,
+                    )
+                    .unwrap();
+                    assert!(
+                        recv == want,
+                        "allreduce {algo} n={n} count={count} rank {r}"
+                    );
+                    // In place, non-commutative (must keep rank order).
+                    let mut buf = affine(r, count.min(5000));
+                    let want2 = fold_ref((0..n).map(|q| affine(q, count.min(5000))), &COMPOSE);
+                    coll::allreduce::allreduce(&mut Ctx::new(eng, comm), None, &mut buf, &COMPOSE)
+                        .unwrap();
+                    assert!(
+                        buf == want2,
+                        "non-commutative allreduce {algo} n={n} count={count}"
+                    );
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn bcast_all_algorithms() {
+    for algo in ["binomial", "chain"] {
+        for n in RANKS {
+            for count in counts(n, true) {
+                for root in [0, n / 2, n - 1] {
+                    world(n, &[("bcast", algo)], |r, eng, comm| {
+                        let mut buf = if r == root {
+                            data(root, count)
+                        } else {
+                            vec![0u8; count * 4]
+                        };
+                        coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut buf, root).unwrap();
+                        assert!(
+                            buf == data(root, count),
+                            "bcast {algo} n={n} count={count} root={root}"
+                        );
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_all_algorithms() {
+    for algo in ["binomial", "rsag"] {
+        for n in RANKS {
+            for count in counts(n, true) {
+                let want = sum_ref(n, count);
+                for root in [0, n - 1] {
+                    world(n, &[("reduce", algo)], |r, eng, comm| {
+                        let send = data(r, count);
+                        let mut out = vec![0u8; send.len()];
+                        let recv = (r == root).then_some(&mut out[..]);
+                        coll::reduce::reduce(
+                            &mut Ctx::new(eng, comm),
+                            Some(&send),
+                            recv,
+                            root,
+                            &SUM,
+                        )
+                        .unwrap();
+                        if r == root {
+                            assert!(out == want, "reduce {algo} n={n} count={count} root={root}");
+                        }
+                        let c2 = count.min(3000);
+                        let mut mine = affine(r, c2);
+                        let want2 = fold_ref((0..n).map(|q| affine(q, c2)), &COMPOSE);
+                        let (send2, recv2) = if r == root {
+                            (None, Some(&mut mine[..]))
+                        } else {
+                            (Some(&affine(r, c2)[..]), None)
+                        };
+                        let send2 = send2.map(|s| s.to_vec());
+                        coll::reduce::reduce(
+                            &mut Ctx::new(eng, comm),
+                            send2.as_deref(),
+                            recv2,
+                            root,
+                            &COMPOSE,
+                        )
+                        .unwrap();
+                        if r == root {
+                            assert!(mine == want2, "non-commutative reduce n={n} root={root}");
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn uneven_blocks(n: usize, count: usize) -> Vec<(usize, usize)> {
+    // Rank p gets (count + p) % 5 elements, some zero; laid out in reverse.
+    let lens: Vec<usize> = (0..n).map(|p| ((count + p) % 5) * 4).collect();
+    let mut off = 0;
+    let mut out = vec![(0, 0); n];
+    for p in (0..n).rev() {
+        out[p] = (off, lens[p]);
+        off += lens[p] + 4; // a gap between blocks
+    }
+    out
+}
+
+#[test]
+fn allgather_gather_scatter() {
+    for algo in ["direct", "ring"] {
+        for n in RANKS {
+            for count in counts(n, true) {
+                let blocks: Vec<(usize, usize)> =
+                    (0..n).map(|p| (p * count * 4, count * 4)).collect();
+                world(n, &[("allgather", algo)], |r, eng, comm| {
+                    let mut recv = vec![0u8; n * count * 4];
+                    coll::allgather::allgatherv(
+                        &mut Ctx::new(eng, comm),
+                        Some(&data(r, count)),
+                        &mut recv,
+                        &blocks,
+                    )
+                    .unwrap();
+                    for p in 0..n {
+                        assert!(
+                            recv[p * count * 4..(p + 1) * count * 4] == data(p, count)[..],
+                            "allgather {algo} n={n}"
+                        );
+                    }
+                    // v-variant with gaps, zero blocks and reversed order.
+                    let vb = uneven_blocks(n, count);
+                    let total = vb.iter().map(|b| b.0 + b.1).max().unwrap_or(0);
+                    let mut recv = vec![0xAAu8; total];
+                    let mine = data(r, vb[r].1 / 4);
+                    coll::allgather::allgatherv(
+                        &mut Ctx::new(eng, comm),
+                        Some(&mine),
+                        &mut recv,
+                        &vb,
+                    )
+                    .unwrap();
+                    for p in 0..n {
+                        let (o, l) = vb[p];
+                        assert!(
+                            recv[o..o + l] == data(p, l / 4)[..],
+                            "allgatherv {algo} n={n}"
+                        );
+                    }
+                    for root in [0, n - 1] {
+                        let mut g = vec![0u8; total];
+                        let recv = (r == root).then_some(&mut g[..]);
+                        coll::gather::gatherv(
+                            &mut Ctx::new(eng, comm),
+                            Some(&mine),
+                            recv,
+                            &vb,
+                            root,
+                        )
+                        .unwrap();
+                        if r == root {
+                            for p in 0..n {
+                                let (o, l) = vb[p];
+                                assert!(g[o..o + l] == data(p, l / 4)[..], "gatherv n={n}");
+                            }
+                        }
+                        let src: Vec<u8> = (0..total).map(|i| (i * 7 + root) as u8).collect();
+                        let mut out = vec![0u8; vb[r].1];
+                        let send = (r == root).then_some(&src[..]);
+                        coll::gather::scatterv(
+                            &mut Ctx::new(eng, comm),
+                            send,
+                            &vb,
+                            Some(&mut out),
+                            root,
+                        )
+                        .unwrap();
+                        assert!(out == src[vb[r].0..vb[r].0 + vb[r].1], "scatterv n={n}");
+                    }
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn alltoall_reduce_scatter_scan_barrier() {
+    for (a2a, rs) in [("direct", "ring"), ("pairwise", "reduce_scatterv")] {
+        for n in RANKS {
+            for count in counts(n, false) {
+                world(
+                    n,
+                    &[("alltoall", a2a), ("reduce_scatter", rs)],
+                    |r, eng, comm| {
+                        coll::barrier::barrier(&mut Ctx::new(eng, comm)).unwrap();
+                        let b = count * 4;
+                        let blocks: Vec<(usize, usize)> = (0..n).map(|p| (p * b, b)).collect();
+                        let send: Vec<u8> = (0..n).flat_map(|p| data(r * n + p, count)).collect();
+                        let mut recv = vec![0u8; n * b];
+                        coll::alltoall::alltoallv(
+                            &mut Ctx::new(eng, comm),
+                            &send,
+                            &blocks,
+                            &mut recv,
+                            &blocks,
+                        )
+                        .unwrap();
+                        for p in 0..n {
+                            assert!(
+                                recv[p * b..(p + 1) * b] == data(p * n + r, count)[..],
+                                "alltoall {a2a} n={n}"
+                            );
+                        }
+                        // Reduce-scatter with uneven counts (some zero).
+                        let cnts: Vec<usize> = (0..n).map(|p| ((count + p) % 4) * 4).collect();
+                        let total: usize = cnts.iter().sum();
+                        let full = data(r, total / 4);
+                        let mut out = vec![0u8; cnts[r]];
+                        coll::reduce_scatter::reduce_scatter(
+                            &mut Ctx::new(eng, comm),
+                            Some(&full),
+                            &mut out,
+                            &cnts,
+                            &SUM,
+                        )
+                        .unwrap();
+                        let want = sum_ref(n, total / 4);
+                        let off: usize = cnts[..r].iter().sum();
+                        assert!(out == want[off..off + cnts[r]], "reduce_scatter {rs} n={n}");
+                        // Non-commutative, in place.
+                        let c8: Vec<usize> = (0..n).map(|p| ((count + p) % 3) * 8).collect();
+                        let t8: usize = c8.iter().sum();
+                        let mut buf = affine(r, t8 / 8);
+                        coll::reduce_scatter::reduce_scatter(
+                            &mut Ctx::new(eng, comm),
+                            None,
+                            &mut buf,
+                            &c8,
+                            &COMPOSE,
+                        )
+                        .unwrap();
+                        let want = fold_ref((0..n).map(|q| affine(q, t8 / 8)), &COMPOSE);
+                        let off: usize = c8[..r].iter().sum();
+                        assert!(
+                            buf[..c8[r]] == want[off..off + c8[r]],
+                            "nc reduce_scatter n={n}"
+                        );
+                        // Scan / exscan, non-commutative.
+                        let mine = affine(r, count.min(2000));
+                        let mut out = vec![0u8; mine.len()];
+                        coll::scan::scan(&mut Ctx::new(eng, comm), Some(&mine), &mut out, &COMPOSE)
+                            .unwrap();
+                        let want = fold_ref((0..=r).map(|q| affine(q, count.min(2000))), &COMPOSE);
+                        assert!(out == want, "scan n={n}");
+                        let mut out = vec![0u8; mine.len()];
+                        coll::scan::exscan(
+                            &mut Ctx::new(eng, comm),
+                            Some(&mine),
+                            &mut out,
+                            &COMPOSE,
+                        )
+                        .unwrap();
+                        if r > 0 {
+                            let want =
+                                fold_ref((0..r).map(|q| affine(q, count.min(2000))), &COMPOSE);
+                            assert!(out == want, "exscan n={n}");
+                        }
+                    },
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn split_and_dup_interleaved() {
+    for n in [1, 3, 4, 7] {
+        world(n, &[], |r, eng, world| {
+            let mut dup = world.dup(eng).unwrap();
+            let mut half = world
+                .split(eng, Some((r % 2) as u32), -(r as i32))
+                .unwrap()
+                .unwrap();
+            let none = world.split(eng, (r != 0).then_some(1), 0).unwrap();
+            assert_eq!(none.is_none(), r == 0);
+            assert_eq!(half.size(), (0..n).filter(|q| q % 2 == r % 2).count());
+            // Keys reverse the order inside each half.
+            let members: Vec<usize> = (0..n).rev().filter(|q| q % 2 == r % 2).collect();
+            assert_eq!(half.members(), &members[..]);
+            for round in 0..20 {
+                let mut a = vec![0u8; 4 * 10];
+                coll::allreduce::allreduce(
+                    &mut Ctx::new(eng, &mut half),
+                    Some(&data(r + round, 10)),
+                    &mut a,
+                    &SUM,
+                )
+                .unwrap();
+                let want = fold_ref(members.iter().map(|&q| data(q + round, 10)), &SUM);
+                assert!(a == want);
+                let mut b = if r == 0 {
+                    data(round, 100)
+                } else {
+                    vec![0u8; 400]
+                };
+                coll::bcast::bcast(&mut Ctx::new(eng, &mut dup), &mut b, 0).unwrap();
+                assert!(b == data(round, 100));
+            }
+        });
+    }
+}
