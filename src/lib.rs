@@ -4,6 +4,9 @@
 
 pub mod coll;
 pub mod comm;
+pub mod dtype;
 pub mod error;
+pub mod ffi;
 pub mod param;
+pub mod reduce;
 pub mod transport;

@@ -1,0 +1,5 @@
+//! The C faces. Thin: check arguments, decode handles, call the core, map
+//! errors. All `unsafe` for C pointers lives under here.
+
+pub mod boundary;
+pub mod mpi;

@@ -1,0 +1,1143 @@
+//! Collective exports: argument checks (only the arguments significant on
+//! this rank), `MPI_IN_PLACE`, and the call into `coll/`.
+
+use super::consts::*;
+use super::errors::{MpiErr, MpiResult};
+use super::ops::{check_op, with_reducer, OpSpec};
+use super::ptr::{self, check_buf, check_disjoint, is_in_place};
+use super::state::{call, Runtime};
+use super::types::{count_of, TypeInfo};
+use crate::coll::{self, Ctx};
+use std::os::raw::{c_int, c_void};
+
+fn bad_root(root: c_int, n: usize) -> MpiResult<usize> {
+    usize::try_from(root)
+        .ok()
+        .filter(|&r| r < n)
+        .ok_or_else(|| {
+            MpiErr::new(
+                MPI_ERR_ROOT,
+                format!("invalid root {root} in a communicator of size {n}"),
+            )
+        })
+}
+
+/// Byte blocks of a v-variant, relative to the lowest displacement (which
+/// may be negative): (start offset from the buffer pointer, span, blocks).
+fn v_blocks(
+    counts: &[c_int],
+    displs: &[c_int],
+    t: &TypeInfo,
+) -> MpiResult<(isize, usize, Vec<(usize, usize)>)> {
+    let mut raw = Vec::with_capacity(counts.len());
+    for (&c, &d) in counts.iter().zip(displs) {
+        let len = t.bytes(c)?;
+        let off = (d as isize)
+            .checked_mul(t.extent as isize)
+            .ok_or_else(|| MpiErr::new(MPI_ERR_ARG, format!("displacement {d} overflows")))?;
+        raw.push((off, len));
+    }
+    let base = raw
+        .iter()
+        .filter(|b| b.1 > 0)
+        .map(|b| b.0)
+        .min()
+        .unwrap_or(0)
+        .min(0);
+    let end = raw
+        .iter()
+        .filter(|b| b.1 > 0)
+        .map(|b| b.0 + b.1 as isize)
+        .max()
+        .unwrap_or(0)
+        .max(base);
+    let blocks = raw
+        .iter()
+        .map(|&(o, l)| {
+            if l == 0 {
+                (0, 0)
+            } else {
+                ((o - base) as usize, l)
+            }
+        })
+        .collect();
+    Ok((base, (end - base) as usize, blocks))
+}
+
+/// A view of `len` bytes starting `base` bytes from `p`.
+fn at(p: *const c_void, base: isize) -> *mut c_void {
+    (p as *mut u8).wrapping_offset(base) as *mut c_void
+}
+
+struct Red {
+    op: OpSpec,
+    dt: MPI_Datatype,
+    t: TypeInfo,
+}
+
+impl Runtime {
+    fn red(&self, op: MPI_Op, dt: MPI_Datatype) -> MpiResult<Red> {
+        let t = self.type_info(dt)?;
+        let op = self.op_spec(op)?;
+        check_op(op, t)?;
+        Ok(Red { op, dt, t })
+    }
+
+    fn size_of(&mut self, comm: MPI_Comm) -> MpiResult<(usize, usize)> {
+        let c = &self.comm(comm)?.comm;
+        Ok((c.rank(), c.size()))
+    }
+}
+
+macro_rules! ctx {
+    ($eng:expr, $c:expr, $name:expr) => {
+        &mut Ctx::new($eng, $c).named($name)
+    };
+}
+
+/// Exports `MPI_Barrier`.
+#[no_mangle]
+pub extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    PMPI_Barrier(comm)
+}
+
+/// Profiling twin of `MPI_Barrier`.
+#[no_mangle]
+pub extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
+    call("MPI_Barrier", comm, |rt| {
+        rt.with_comm(comm, |eng, c| {
+            Ok(coll::barrier::barrier(ctx!(eng, c, "MPI_Barrier"))?)
+        })
+    })
+}
+
+/// Exports `MPI_Bcast`.
+#[no_mangle]
+pub extern "C" fn MPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Bcast(buffer, count, datatype, root, comm)
+}
+
+/// Profiling twin of `MPI_Bcast`.
+#[no_mangle]
+pub extern "C" fn PMPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Bcast", comm, |rt| {
+        let (_, n) = rt.size_of(comm)?;
+        let root = bad_root(root, n)?;
+        let bytes = rt.type_info(datatype)?.bytes(count)?;
+        check_buf(buffer, bytes, "buffer")?;
+        // SAFETY: the buffer holds count elements of datatype (checked non-null).
+        let buf = unsafe { ptr::bytes_mut(buffer, bytes) };
+        rt.with_comm(comm, |eng, c| {
+            Ok(coll::bcast::bcast(ctx!(eng, c, "MPI_Bcast"), buf, root)?)
+        })
+    })
+}
+
+/// Exports `MPI_Reduce`.
+#[no_mangle]
+pub extern "C" fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm)
+}
+
+/// Profiling twin of `MPI_Reduce`.
+#[no_mangle]
+pub extern "C" fn PMPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Reduce", comm, |rt| {
+        let (me, n) = rt.size_of(comm)?;
+        let root = bad_root(root, n)?;
+        let red = rt.red(op, datatype)?;
+        let bytes = red.t.bytes(count)?;
+        let in_place = is_in_place(sendbuf);
+        if in_place && me != root {
+            return Err(MpiErr::new(
+                MPI_ERR_BUFFER,
+                "MPI_IN_PLACE is only allowed at the root",
+            ));
+        }
+        if !in_place {
+            check_buf(sendbuf, bytes, "sendbuf")?;
+        }
+        if me == root {
+            check_buf(recvbuf, bytes, "recvbuf")?;
+            if !in_place {
+                check_disjoint(sendbuf, bytes, recvbuf, bytes)?;
+            }
+        }
+        // SAFETY: buffers hold count elements (checked non-null) and do not
+        // overlap (checked above).
+        let send = (!in_place).then(|| unsafe { ptr::bytes(sendbuf, bytes) });
+        // SAFETY: as above; only the root's receive buffer is significant.
+        let recv = (me == root).then(|| unsafe { ptr::bytes_mut(recvbuf, bytes) });
+        with_reducer(red.op, red.dt, red.t, |r| {
+            rt.with_comm(comm, |eng, c| {
+                Ok(coll::reduce::reduce(
+                    ctx!(eng, c, "MPI_Reduce"),
+                    send,
+                    recv,
+                    root,
+                    r,
+                )?)
+            })
+        })
+    })
+}
+
+/// Exports `MPI_Allreduce`.
+#[no_mangle]
+pub extern "C" fn MPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+/// Profiling twin of `MPI_Allreduce`.
+#[no_mangle]
+pub extern "C" fn PMPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Allreduce", comm, |rt| {
+        rt.comm(comm)?;
+        let red = rt.red(op, datatype)?;
+        let bytes = red.t.bytes(count)?;
+        let in_place = is_in_place(sendbuf);
+        check_buf(recvbuf, bytes, "recvbuf")?;
+        if !in_place {
+            check_buf(sendbuf, bytes, "sendbuf")?;
+            check_disjoint(sendbuf, bytes, recvbuf, bytes)?;
+        }
+        // SAFETY: checked non-null, sized by count and datatype, disjoint.
+        let send = (!in_place).then(|| unsafe { ptr::bytes(sendbuf, bytes) });
+        // SAFETY: as above.
+        let recv = unsafe { ptr::bytes_mut(recvbuf, bytes) };
+        with_reducer(red.op, red.dt, red.t, |r| {
+            rt.with_comm(comm, |eng, c| {
+                Ok(coll::allreduce::allreduce(
+                    ctx!(eng, c, "MPI_Allreduce"),
+                    send,
+                    recv,
+                    r,
+                )?)
+            })
+        })
+    })
+}
+
+/// Shared body of Scan and Exscan.
+fn scan_like(
+    name: &'static str,
+    exclusive: bool,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call(name, comm, |rt| {
+        rt.comm(comm)?;
+        let red = rt.red(op, datatype)?;
+        let bytes = red.t.bytes(count)?;
+        let in_place = is_in_place(sendbuf);
+        check_buf(recvbuf, bytes, "recvbuf")?;
+        if !in_place {
+            check_buf(sendbuf, bytes, "sendbuf")?;
+            check_disjoint(sendbuf, bytes, recvbuf, bytes)?;
+        }
+        // SAFETY: checked non-null, sized by count and datatype, disjoint.
+        let send = (!in_place).then(|| unsafe { ptr::bytes(sendbuf, bytes) });
+        // SAFETY: as above.
+        let recv = unsafe { ptr::bytes_mut(recvbuf, bytes) };
+        with_reducer(red.op, red.dt, red.t, |r| {
+            rt.with_comm(comm, |eng, c| {
+                let cx = ctx!(eng, c, name);
+                Ok(if exclusive {
+                    coll::scan::exscan(cx, send, recv, r)?
+                } else {
+                    coll::scan::scan(cx, send, recv, r)?
+                })
+            })
+        })
+    })
+}
+
+/// Exports `MPI_Scan`.
+#[no_mangle]
+pub extern "C" fn MPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+/// Profiling twin of `MPI_Scan`.
+#[no_mangle]
+pub extern "C" fn PMPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    scan_like(
+        "MPI_Scan", false, sendbuf, recvbuf, count, datatype, op, comm,
+    )
+}
+
+/// Exports `MPI_Exscan`.
+#[no_mangle]
+pub extern "C" fn MPI_Exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+/// Profiling twin of `MPI_Exscan`.
+#[no_mangle]
+pub extern "C" fn PMPI_Exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    scan_like(
+        "MPI_Exscan",
+        true,
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        comm,
+    )
+}
+
+/// Shared body of Reduce_scatter and Reduce_scatter_block.
+fn reduce_scatter_body(
+    rt: &mut Runtime,
+    name: &'static str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: &[c_int],
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    let (me, _) = rt.size_of(comm)?;
+    let red = rt.red(op, datatype)?;
+    let lens = counts
+        .iter()
+        .map(|&c| red.t.bytes(c))
+        .collect::<MpiResult<Vec<_>>>()?;
+    let total: usize = lens.iter().sum();
+    let in_place = is_in_place(sendbuf);
+    let rlen = if in_place { total } else { lens[me] };
+    check_buf(recvbuf, rlen, "recvbuf")?;
+    if !in_place {
+        check_buf(sendbuf, total, "sendbuf")?;
+        check_disjoint(sendbuf, total, recvbuf, rlen)?;
+    }
+    // SAFETY: checked non-null, sized by the counts and datatype, disjoint.
+    let send = (!in_place).then(|| unsafe { ptr::bytes(sendbuf, total) });
+    // SAFETY: as above (in place, the receive buffer holds the whole input).
+    let recv = unsafe { ptr::bytes_mut(recvbuf, rlen) };
+    with_reducer(red.op, red.dt, red.t, |r| {
+        rt.with_comm(comm, |eng, c| {
+            Ok(coll::reduce_scatter::reduce_scatter(
+                ctx!(eng, c, name),
+                send,
+                recv,
+                &lens,
+                r,
+            )?)
+        })
+    })
+}
+
+/// Exports `MPI_Reduce_scatter_block`.
+#[no_mangle]
+pub extern "C" fn MPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)
+}
+
+/// Profiling twin of `MPI_Reduce_scatter_block`.
+#[no_mangle]
+pub extern "C" fn PMPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Reduce_scatter_block", comm, |rt| {
+        let (_, n) = rt.size_of(comm)?;
+        count_of(recvcount)?;
+        reduce_scatter_body(
+            rt,
+            "MPI_Reduce_scatter_block",
+            sendbuf,
+            recvbuf,
+            &vec![recvcount; n],
+            datatype,
+            op,
+            comm,
+        )
+    })
+}
+
+/// Exports `MPI_Reduce_scatter`.
+#[no_mangle]
+pub extern "C" fn MPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+}
+
+/// Profiling twin of `MPI_Reduce_scatter`.
+#[no_mangle]
+pub extern "C" fn PMPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Reduce_scatter", comm, |rt| {
+        let (_, n) = rt.size_of(comm)?;
+        let counts = ptr::array(recvcounts, n, "recvcounts")?.to_vec();
+        reduce_scatter_body(
+            rt,
+            "MPI_Reduce_scatter",
+            sendbuf,
+            recvbuf,
+            &counts,
+            datatype,
+            op,
+            comm,
+        )
+    })
+}
+
+/// Gathers: `recv` (root only) is (pointer, counts, displacements, type).
+#[allow(clippy::too_many_arguments)]
+fn gather_body(
+    rt: &mut Runtime,
+    name: &'static str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    counts: &[c_int],
+    displs: &[c_int],
+    recvtype: MPI_Datatype,
+    root: usize,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    let (me, _) = rt.size_of(comm)?;
+    let in_place = is_in_place(sendbuf);
+    if in_place && me != root {
+        return Err(MpiErr::new(
+            MPI_ERR_BUFFER,
+            "MPI_IN_PLACE is only allowed at the root",
+        ));
+    }
+    let sbytes = if in_place {
+        0
+    } else {
+        rt.type_info(sendtype)?.bytes(sendcount)?
+    };
+    if !in_place {
+        check_buf(sendbuf, sbytes, "sendbuf")?;
+    }
+    // SAFETY: checked non-null and sized by count and datatype.
+    let send = (!in_place).then(|| unsafe { ptr::bytes(sendbuf, sbytes) });
+    if me != root {
+        return rt.with_comm(comm, |eng, c| {
+            Ok(coll::gather::gatherv(
+                ctx!(eng, c, name),
+                send,
+                None,
+                &[],
+                root,
+            )?)
+        });
+    }
+    let rt_info = rt.type_info(recvtype)?;
+    let (base, span, blocks) = v_blocks(counts, displs, &rt_info)?;
+    check_buf(recvbuf, span, "recvbuf")?;
+    if !in_place {
+        check_disjoint(sendbuf, sbytes, at(recvbuf, base), span)?;
+    }
+    // SAFETY: the receive buffer covers every block (MPI contract), checked
+    // non-null, and does not overlap the send buffer.
+    let recv = unsafe { ptr::bytes_mut(at(recvbuf, base), span) };
+    rt.with_comm(comm, |eng, c| {
+        Ok(coll::gather::gatherv(
+            ctx!(eng, c, name),
+            send,
+            Some(recv),
+            &blocks,
+            root,
+        )?)
+    })
+}
+
+/// Exports `MPI_Gather`.
+#[no_mangle]
+pub extern "C" fn MPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Gather(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+    )
+}
+
+/// Profiling twin of `MPI_Gather`.
+#[no_mangle]
+pub extern "C" fn PMPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Gather", comm, |rt| {
+        let (me, n) = rt.size_of(comm)?;
+        let root = bad_root(root, n)?;
+        if me == root {
+            count_of(recvcount)?;
+        }
+        let counts = vec![recvcount; n];
+        let displs: Vec<c_int> = (0..n)
+            .map(|p| (p as c_int).saturating_mul(recvcount))
+            .collect();
+        gather_body(
+            rt,
+            "MPI_Gather",
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            &counts,
+            &displs,
+            recvtype,
+            root,
+            comm,
+        )
+    })
+}
+
+/// Exports `MPI_Gatherv`.
+#[no_mangle]
+pub extern "C" fn MPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Gatherv(
+        sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+    )
+}
+
+/// Profiling twin of `MPI_Gatherv`.
+#[no_mangle]
+pub extern "C" fn PMPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Gatherv", comm, |rt| {
+        let (me, n) = rt.size_of(comm)?;
+        let root = bad_root(root, n)?;
+        let (counts, displs) = if me == root {
+            (
+                ptr::array(recvcounts, n, "recvcounts")?.to_vec(),
+                ptr::array(displs, n, "displs")?.to_vec(),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        gather_body(
+            rt,
+            "MPI_Gatherv",
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            &counts,
+            &displs,
+            recvtype,
+            root,
+            comm,
+        )
+    })
+}
+
+/// Scatters: `send` (root only) is (pointer, counts, displacements, type).
+#[allow(clippy::too_many_arguments)]
+fn scatter_body(
+    rt: &mut Runtime,
+    name: &'static str,
+    sendbuf: *const c_void,
+    counts: &[c_int],
+    displs: &[c_int],
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: usize,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    let (me, _) = rt.size_of(comm)?;
+    let in_place = is_in_place(recvbuf);
+    if in_place && me != root {
+        return Err(MpiErr::new(
+            MPI_ERR_BUFFER,
+            "MPI_IN_PLACE is only allowed at the root",
+        ));
+    }
+    let rbytes = if in_place {
+        0
+    } else {
+        rt.type_info(recvtype)?.bytes(recvcount)?
+    };
+    if !in_place {
+        check_buf(recvbuf, rbytes, "recvbuf")?;
+    }
+    if me != root {
+        // SAFETY: checked non-null and sized by count and datatype.
+        let recv = unsafe { ptr::bytes_mut(recvbuf, rbytes) };
+        return rt.with_comm(comm, |eng, c| {
+            Ok(coll::gather::scatterv(
+                ctx!(eng, c, name),
+                None,
+                &[],
+                Some(recv),
+                root,
+            )?)
+        });
+    }
+    let st = rt.type_info(sendtype)?;
+    let (base, span, blocks) = v_blocks(counts, displs, &st)?;
+    check_buf(sendbuf, span, "sendbuf")?;
+    if !in_place {
+        check_disjoint(at(sendbuf, base), span, recvbuf, rbytes)?;
+    }
+    // SAFETY: the send buffer covers every block (MPI contract) and was
+    // checked non-null; the receive buffer is checked and disjoint.
+    let send = unsafe { ptr::bytes(at(sendbuf, base), span) };
+    // SAFETY: as above.
+    let recv = (!in_place).then(|| unsafe { ptr::bytes_mut(recvbuf, rbytes) });
+    rt.with_comm(comm, |eng, c| {
+        Ok(coll::gather::scatterv(
+            ctx!(eng, c, name),
+            Some(send),
+            &blocks,
+            recv,
+            root,
+        )?)
+    })
+}
+
+/// Exports `MPI_Scatter`.
+#[no_mangle]
+pub extern "C" fn MPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Scatter(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+    )
+}
+
+/// Profiling twin of `MPI_Scatter`.
+#[no_mangle]
+pub extern "C" fn PMPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Scatter", comm, |rt| {
+        let (me, n) = rt.size_of(comm)?;
+        let root = bad_root(root, n)?;
+        if me == root {
+            count_of(sendcount)?;
+        }
+        let counts = vec![sendcount; n];
+        let displs: Vec<c_int> = (0..n)
+            .map(|p| (p as c_int).saturating_mul(sendcount))
+            .collect();
+        scatter_body(
+            rt,
+            "MPI_Scatter",
+            sendbuf,
+            &counts,
+            &displs,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+        )
+    })
+}
+
+/// Exports `MPI_Scatterv`.
+#[no_mangle]
+pub extern "C" fn MPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Scatterv(
+        sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+    )
+}
+
+/// Profiling twin of `MPI_Scatterv`.
+#[no_mangle]
+pub extern "C" fn PMPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Scatterv", comm, |rt| {
+        let (me, n) = rt.size_of(comm)?;
+        let root = bad_root(root, n)?;
+        let (counts, displs) = if me == root {
+            (
+                ptr::array(sendcounts, n, "sendcounts")?.to_vec(),
+                ptr::array(displs, n, "displs")?.to_vec(),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        scatter_body(
+            rt,
+            "MPI_Scatterv",
+            sendbuf,
+            &counts,
+            &displs,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn allgather_body(
+    rt: &mut Runtime,
+    name: &'static str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    counts: &[c_int],
+    displs: &[c_int],
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    rt.comm(comm)?;
+    let in_place = is_in_place(sendbuf);
+    let sbytes = if in_place {
+        0
+    } else {
+        rt.type_info(sendtype)?.bytes(sendcount)?
+    };
+    let rinfo = rt.type_info(recvtype)?;
+    let (base, span, blocks) = v_blocks(counts, displs, &rinfo)?;
+    check_buf(recvbuf, span, "recvbuf")?;
+    if !in_place {
+        check_buf(sendbuf, sbytes, "sendbuf")?;
+        check_disjoint(sendbuf, sbytes, at(recvbuf, base), span)?;
+    }
+    // SAFETY: checked non-null, sized by counts and datatypes, disjoint.
+    let send = (!in_place).then(|| unsafe { ptr::bytes(sendbuf, sbytes) });
+    // SAFETY: as above.
+    let recv = unsafe { ptr::bytes_mut(at(recvbuf, base), span) };
+    rt.with_comm(comm, |eng, c| {
+        Ok(coll::allgather::allgatherv(
+            ctx!(eng, c, name),
+            send,
+            recv,
+            &blocks,
+        )?)
+    })
+}
+
+/// Exports `MPI_Allgather`.
+#[no_mangle]
+pub extern "C" fn MPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Allgather(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+    )
+}
+
+/// Profiling twin of `MPI_Allgather`.
+#[no_mangle]
+pub extern "C" fn PMPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Allgather", comm, |rt| {
+        let (_, n) = rt.size_of(comm)?;
+        count_of(recvcount)?;
+        let counts = vec![recvcount; n];
+        let displs: Vec<c_int> = (0..n)
+            .map(|p| (p as c_int).saturating_mul(recvcount))
+            .collect();
+        allgather_body(
+            rt,
+            "MPI_Allgather",
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            &counts,
+            &displs,
+            recvtype,
+            comm,
+        )
+    })
+}
+
+/// Exports `MPI_Allgatherv`.
+#[no_mangle]
+pub extern "C" fn MPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Allgatherv(
+        sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+    )
+}
+
+/// Profiling twin of `MPI_Allgatherv`.
+#[no_mangle]
+pub extern "C" fn PMPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Allgatherv", comm, |rt| {
+        let (_, n) = rt.size_of(comm)?;
+        let counts = ptr::array(recvcounts, n, "recvcounts")?.to_vec();
+        let displs = ptr::array(displs, n, "displs")?.to_vec();
+        allgather_body(
+            rt,
+            "MPI_Allgatherv",
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            &counts,
+            &displs,
+            recvtype,
+            comm,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn alltoall_body(
+    rt: &mut Runtime,
+    name: &'static str,
+    sendbuf: *const c_void,
+    scounts: &[c_int],
+    sdispls: &[c_int],
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcounts: &[c_int],
+    rdispls: &[c_int],
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<()> {
+    rt.comm(comm)?;
+    let in_place = is_in_place(sendbuf);
+    let rinfo = rt.type_info(recvtype)?;
+    let (rbase, rspan, rblocks) = v_blocks(rcounts, rdispls, &rinfo)?;
+    check_buf(recvbuf, rspan, "recvbuf")?;
+    // SAFETY: the receive buffer covers every block and was checked non-null.
+    let recv = unsafe { ptr::bytes_mut(at(recvbuf, rbase), rspan) };
+    if in_place {
+        // The data to send is what the receive buffer holds now.
+        let send = recv.to_vec();
+        return rt.with_comm(comm, |eng, c| {
+            Ok(coll::alltoall::alltoallv(
+                ctx!(eng, c, name),
+                &send,
+                &rblocks,
+                recv,
+                &rblocks,
+            )?)
+        });
+    }
+    let sinfo = rt.type_info(sendtype)?;
+    let (sbase, sspan, sblocks) = v_blocks(scounts, sdispls, &sinfo)?;
+    check_buf(sendbuf, sspan, "sendbuf")?;
+    check_disjoint(at(sendbuf, sbase), sspan, at(recvbuf, rbase), rspan)?;
+    // SAFETY: the send buffer covers every block, checked non-null, disjoint.
+    let send = unsafe { ptr::bytes(at(sendbuf, sbase), sspan) };
+    rt.with_comm(comm, |eng, c| {
+        Ok(coll::alltoall::alltoallv(
+            ctx!(eng, c, name),
+            send,
+            &sblocks,
+            recv,
+            &rblocks,
+        )?)
+    })
+}
+
+/// Exports `MPI_Alltoall`.
+#[no_mangle]
+pub extern "C" fn MPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Alltoall(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+    )
+}
+
+/// Profiling twin of `MPI_Alltoall`.
+#[no_mangle]
+pub extern "C" fn PMPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Alltoall", comm, |rt| {
+        let (_, n) = rt.size_of(comm)?;
+        count_of(recvcount)?;
+        if !is_in_place(sendbuf) {
+            count_of(sendcount)?;
+        }
+        let sc = vec![sendcount; n];
+        let sd: Vec<c_int> = (0..n)
+            .map(|p| (p as c_int).saturating_mul(sendcount))
+            .collect();
+        let rc = vec![recvcount; n];
+        let rd: Vec<c_int> = (0..n)
+            .map(|p| (p as c_int).saturating_mul(recvcount))
+            .collect();
+        alltoall_body(
+            rt,
+            "MPI_Alltoall",
+            sendbuf,
+            &sc,
+            &sd,
+            sendtype,
+            recvbuf,
+            &rc,
+            &rd,
+            recvtype,
+            comm,
+        )
+    })
+}
+
+/// Exports `MPI_Alltoallv`.
+#[no_mangle]
+pub extern "C" fn MPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    PMPI_Alltoallv(
+        sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+    )
+}
+
+/// Profiling twin of `MPI_Alltoallv`.
+#[no_mangle]
+pub extern "C" fn PMPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Alltoallv", comm, |rt| {
+        let (_, n) = rt.size_of(comm)?;
+        let rc = ptr::array(recvcounts, n, "recvcounts")?.to_vec();
+        let rd = ptr::array(rdispls, n, "rdispls")?.to_vec();
+        let (sc, sd) = if is_in_place(sendbuf) {
+            (Vec::new(), Vec::new())
+        } else {
+            (
+                ptr::array(sendcounts, n, "sendcounts")?.to_vec(),
+                ptr::array(sdispls, n, "sdispls")?.to_vec(),
+            )
+        };
+        alltoall_body(
+            rt,
+            "MPI_Alltoallv",
+            sendbuf,
+            &sc,
+            &sd,
+            sendtype,
+            recvbuf,
+            &rc,
+            &rd,
+            recvtype,
+            comm,
+        )
+    })
+}

@@ -1,0 +1,319 @@
+//! The process's MPI state: the engine, handle tables, and the one entry
+//! path every export goes through (state check, lock, panic catch, error
+//! handler).
+
+use super::consts::*;
+use super::errors::{class_name, MpiErr, MpiResult};
+use super::ops::UserOp;
+use super::types::Derived;
+use crate::comm::engine::{Engine, ReqId};
+use crate::comm::Comm;
+use crate::ffi::boundary;
+use crate::param::params;
+use crate::transport::shm::segment::{path_for, Segment};
+use std::collections::HashMap;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+const UNINIT: u8 = 0;
+const RUNNING: u8 = 1;
+const FINALIZED: u8 = 2;
+
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+static RT: Mutex<Option<Runtime>> = Mutex::new(None);
+/// The world communicator's error handler, readable without the lock (for
+/// errors raised when the state itself is unusable).
+static WORLD_EH: AtomicI32 = AtomicI32::new(MPI_ERRORS_ARE_FATAL);
+/// The segment, for aborting the job from any state.
+static SEGMENT: Mutex<Option<Arc<Segment>>> = Mutex::new(None);
+/// World rank, for messages (-1 before init).
+static RANK: AtomicI32 = AtomicI32::new(-1);
+
+/// A communicator handle's state.
+pub struct CommEntry {
+    /// The core communicator.
+    pub comm: Comm,
+    /// `MPI_Comm_set_name`.
+    pub name: String,
+    /// `MPI_Comm_set_errhandler`.
+    pub errhandler: MPI_Errhandler,
+}
+
+/// What a request handle stands for.
+pub struct ReqEntry {
+    /// The engine request, or `None` when it completed at once
+    /// (`MPI_PROC_NULL`).
+    pub id: Option<ReqId>,
+    /// The communicator's members, to turn world ranks into its ranks.
+    pub members: Arc<[usize]>,
+    /// For receives, the datatype's (size, extent) to report counts.
+    pub recv_type: Option<(usize, usize)>,
+}
+
+/// Everything `MPI_Init` sets up.
+pub struct Runtime {
+    /// The message engine.
+    pub eng: Engine,
+    /// Communicator handles.
+    pub comms: HashMap<MPI_Comm, CommEntry>,
+    /// Request handles.
+    pub reqs: HashMap<MPI_Request, ReqEntry>,
+    /// Derived datatype handles.
+    pub types: HashMap<MPI_Datatype, Derived>,
+    /// User operation handles.
+    pub ops: HashMap<MPI_Op, UserOp>,
+    next_handle: u32,
+    /// Thread level granted.
+    pub thread_level: c_int,
+    /// The thread that called `MPI_Init`.
+    pub main_thread: std::thread::ThreadId,
+}
+
+impl Runtime {
+    fn new(eng: Engine, thread_level: c_int) -> Runtime {
+        let mut comms = HashMap::new();
+        let world = Comm::world(&eng);
+        let me = Comm::self_comm(&eng);
+        for (h, comm, name) in [
+            (MPI_COMM_WORLD, world, "MPI_COMM_WORLD"),
+            (MPI_COMM_SELF, me, "MPI_COMM_SELF"),
+        ] {
+            comms.insert(
+                h,
+                CommEntry {
+                    comm,
+                    name: name.into(),
+                    errhandler: MPI_ERRORS_ARE_FATAL,
+                },
+            );
+        }
+        Runtime {
+            eng,
+            comms,
+            reqs: HashMap::new(),
+            types: HashMap::new(),
+            ops: HashMap::new(),
+            next_handle: 0,
+            thread_level,
+            main_thread: std::thread::current().id(),
+        }
+    }
+
+    /// A fresh handle of MPICH's "direct" kind for an object class
+    /// (`kind_bits` is e.g. 0x84000000 for communicators).
+    pub fn new_handle(&mut self, kind_bits: u32) -> c_int {
+        self.next_handle = (self.next_handle + 1) & 0x03ff_ffff;
+        (kind_bits | 0x100 | self.next_handle) as c_int
+    }
+
+    /// The communicator behind a handle.
+    pub fn comm(&mut self, h: MPI_Comm) -> MpiResult<&mut CommEntry> {
+        if h == MPI_COMM_NULL {
+            return Err(MpiErr::new(
+                MPI_ERR_COMM,
+                "MPI_COMM_NULL passed as a communicator",
+            ));
+        }
+        self.comms
+            .get_mut(&h)
+            .ok_or_else(|| MpiErr::new(MPI_ERR_COMM, format!("invalid communicator handle {h:#x}")))
+    }
+
+    fn errhandler(&self, comm: MPI_Comm) -> MPI_Errhandler {
+        self.comms
+            .get(&comm)
+            .or_else(|| self.comms.get(&MPI_COMM_WORLD))
+            .map_or(MPI_ERRORS_ARE_FATAL, |c| c.errhandler)
+    }
+}
+
+/// Runs an export that needs an initialised library: checks the state,
+/// locks it, catches panics, and applies `comm`'s error handler.
+pub fn call(
+    name: &'static str,
+    comm: MPI_Comm,
+    f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
+) -> c_int {
+    let out = boundary::catch(|| -> Result<(), (MpiErr, MPI_Errhandler)> {
+        let mut guard = lock().map_err(|e| (e, WORLD_EH.load(Ordering::Relaxed)))?;
+        let rt = guard.as_mut().expect("running implies a runtime");
+        f(rt).map_err(|e| {
+            let eh = rt.errhandler(comm);
+            (e, eh)
+        })
+    });
+    match out {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err((e, eh))) => report(name, e, eh),
+        Err(panic) => report(
+            name,
+            MpiErr::new(MPI_ERR_INTERN, format!("internal panic: {panic}")),
+            WORLD_EH.load(Ordering::Relaxed),
+        ),
+    }
+}
+
+/// Runs an export allowed in any state (no lock is taken unless `f` asks).
+pub fn call_any(name: &'static str, f: impl FnOnce() -> MpiResult<()>) -> c_int {
+    match boundary::catch(f) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => report(name, e, WORLD_EH.load(Ordering::Relaxed)),
+        Err(panic) => report(
+            name,
+            MpiErr::new(MPI_ERR_INTERN, format!("internal panic: {panic}")),
+            WORLD_EH.load(Ordering::Relaxed),
+        ),
+    }
+}
+
+fn lock() -> MpiResult<std::sync::MutexGuard<'static, Option<Runtime>>> {
+    match STATE.load(Ordering::Acquire) {
+        UNINIT => return Err(MpiErr::new(MPI_ERR_OTHER, "called before MPI_Init")),
+        FINALIZED => return Err(MpiErr::new(MPI_ERR_OTHER, "called after MPI_Finalize")),
+        _ => {}
+    }
+    RT.lock().map_err(|_| {
+        MpiErr::new(
+            MPI_ERR_INTERN,
+            "library state poisoned by an earlier internal panic",
+        )
+    })
+}
+
+/// Applies an error handler: return the class, or print one line and
+/// abort the job.
+fn report(name: &str, e: MpiErr, eh: MPI_Errhandler) -> c_int {
+    let rank = RANK.load(Ordering::Relaxed);
+    let class = class_name(e.class).unwrap_or("MPI_ERR_UNKNOWN");
+    crate::param::debug_log(crate::param::DebugLevel::Warn, || {
+        format!("{name} (rank {rank}): {} [{class}]", e.msg)
+    });
+    if eh == MPI_ERRORS_RETURN {
+        return e.class;
+    }
+    let who = if rank >= 0 {
+        format!("rank {rank}")
+    } else {
+        "before MPI_Init".into()
+    };
+    eprintln!("ferrocoll: {name} ({who}): {} [{class}]", e.msg);
+    abort_job(rank.max(0) as usize, 1)
+}
+
+/// Ends this process and makes the other ranks stop too: the segment's
+/// abort flag wakes them, and the launcher sees our exit code.
+pub fn abort_job(rank: usize, code: c_int) -> ! {
+    if let Ok(seg) = SEGMENT.lock() {
+        if let Some(seg) = seg.as_ref() {
+            seg.set_abort(rank, code);
+        }
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // An exit status of 0 mod 256 would read as success.
+    let status = if code & 0xff == 0 { 1 } else { code & 0xff };
+    // SAFETY: _exit ends the process without running atexit handlers that
+    // could block on MPI state held by this thread.
+    unsafe { libc::_exit(status) }
+}
+
+/// `MPI_Init`/`MPI_Init_thread`: discovers the job from the launcher's
+/// environment (singleton without one) and attaches to the segment.
+pub fn init(thread_level: c_int) -> MpiResult<()> {
+    match STATE.load(Ordering::Acquire) {
+        RUNNING => return Err(MpiErr::new(MPI_ERR_OTHER, "MPI_Init called twice")),
+        FINALIZED => {
+            return Err(MpiErr::new(
+                MPI_ERR_OTHER,
+                "MPI_Init called after MPI_Finalize",
+            ))
+        }
+        _ => {}
+    }
+    let mut guard = RT
+        .lock()
+        .map_err(|_| MpiErr::new(MPI_ERR_INTERN, "library state poisoned"))?;
+    let env = |k: &str| std::env::var(k).ok();
+    let eng = match (
+        env("FERROCOLL_RANK"),
+        env("FERROCOLL_SIZE"),
+        env("FERROCOLL_JOB"),
+    ) {
+        (Some(r), Some(n), Some(job)) => {
+            let bad =
+                |what: &str| MpiErr::new(MPI_ERR_OTHER, format!("bad {what} from the launcher"));
+            let rank: usize = r.trim().parse().map_err(|_| bad("FERROCOLL_RANK"))?;
+            let size: usize = n.trim().parse().map_err(|_| bad("FERROCOLL_SIZE"))?;
+            if size == 0
+                || rank >= size
+                || job.is_empty()
+                || !job.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            {
+                return Err(bad("FERROCOLL_RANK/SIZE/JOB"));
+            }
+            if size == 1 {
+                Engine::singleton()
+            } else {
+                let p = params();
+                let seg =
+                    Segment::attach(&path_for(&job), rank, size, p.ring_bytes, p.setup_timeout)
+                        .map_err(MpiErr::from)?;
+                let seg = Arc::new(seg);
+                *SEGMENT.lock().map_err(|_| bad("state"))? = Some(seg.clone());
+                Engine::over_shm(rank, seg)
+            }
+        }
+        _ => Engine::singleton(),
+    };
+    RANK.store(eng.rank() as i32, Ordering::Relaxed);
+    crate::param::debug_log(crate::param::DebugLevel::Info, || {
+        format!(
+            "rank {} of {} initialised (shared memory)",
+            eng.rank(),
+            eng.size()
+        )
+    });
+    *guard = Some(Runtime::new(eng, thread_level));
+    STATE.store(RUNNING, Ordering::Release);
+    Ok(())
+}
+
+/// `MPI_Finalize`: waits for every rank, then makes the state final.
+pub fn finalize() -> MpiResult<()> {
+    let mut guard = lock()?;
+    let rt = guard.as_mut().expect("running implies a runtime");
+    let world = rt.comm(MPI_COMM_WORLD)?;
+    let mut comm = world.comm.clone();
+    crate::coll::barrier::barrier(
+        &mut crate::coll::Ctx::new(&mut rt.eng, &mut comm).named("MPI_Finalize"),
+    )
+    .map_err(MpiErr::from)?;
+    STATE.store(FINALIZED, Ordering::Release);
+    *guard = None;
+    if let Ok(mut s) = SEGMENT.lock() {
+        *s = None;
+    }
+    Ok(())
+}
+
+/// Whether `MPI_Init` has completed.
+pub fn initialized() -> bool {
+    STATE.load(Ordering::Acquire) != UNINIT
+}
+
+/// Whether `MPI_Finalize` has completed.
+pub fn finalized() -> bool {
+    STATE.load(Ordering::Acquire) == FINALIZED
+}
+
+/// Records a new error handler for the world communicator's lock-free copy.
+pub fn set_world_errhandler(eh: MPI_Errhandler) {
+    WORLD_EH.store(eh, Ordering::Relaxed);
+}
+
+/// World rank, or -1 before init.
+pub fn world_rank() -> i32 {
+    RANK.load(Ordering::Relaxed)
+}

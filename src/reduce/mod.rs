@@ -1,0 +1,170 @@
+//! Reduction kernels: one type-erased function per (op, element type), looked up once per call.
+//!
+//! Every kernel computes `dst[i] = src[i] (op) dst[i]` over byte slices holding a whole number
+//! of elements of `ty.extent()` bytes each, at any alignment. Arithmetic follows MPICH's C
+//! code: integers wrap, floats are IEEE (no fused multiply-add), MAX/MIN keep `dst` unless
+//! `src` compares greater/smaller, logical ops read non-zero as true and write 0/1 (1.0/0.0
+//! for floats), and the pair types follow MPI's MINLOC/MAXLOC rule (ties keep the smaller
+//! index). Kernels write only data bytes: the padding of pair and long double elements in
+//! `dst` is left as it was (MPICH does the same), except for `Replace`, which copies whole
+//! elements.
+
+use crate::dtype::ElemType;
+
+mod complex;
+mod float;
+mod half;
+mod int;
+mod pair;
+#[cfg(target_arch = "x86_64")]
+mod x87;
+
+pub use half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+
+/// Predefined reduction operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Max,
+    Min,
+    Sum,
+    Prod,
+    Land,
+    Band,
+    Lor,
+    Bor,
+    Lxor,
+    Bxor,
+    MinLoc,
+    MaxLoc,
+    Replace,
+    NoOp,
+}
+
+impl Op {
+    /// Every predefined op, in MPICH's handle order (`MPI_MAX` = 0x58000001 ... `MPI_NO_OP`).
+    pub const ALL: [Op; 14] = [
+        Op::Max,
+        Op::Min,
+        Op::Sum,
+        Op::Prod,
+        Op::Land,
+        Op::Band,
+        Op::Lor,
+        Op::Bor,
+        Op::Lxor,
+        Op::Bxor,
+        Op::MinLoc,
+        Op::MaxLoc,
+        Op::Replace,
+        Op::NoOp,
+    ];
+}
+
+/// `dst[i] = src[i] (op) dst[i]` for every element; `src` and `dst` hold the same whole number
+/// of elements of `ty.extent()` bytes. `src` is the LEFT operand (MPI user-function
+/// convention: inoutvec = invec op inoutvec), which matters for Replace (result = src) and
+/// NoOp (dst unchanged). Trailing bytes that do not fill an element are ignored.
+pub type KernelFn = fn(src: &[u8], dst: &mut [u8]);
+
+/// The kernel for (op, ty), or None when the op is not defined for that element type.
+///
+/// Defined: Replace and NoOp on every type; on integers every op but MINLOC/MAXLOC; on
+/// floats (f16, bf16, f32, f64, long double) MAX MIN SUM PROD LAND LOR LXOR; on Byte the
+/// bitwise ops; on Bool the logical ops; on complex types SUM and PROD; on pair types
+/// MINLOC and MAXLOC. Long double, its pair and complex types exist only on x86-64.
+pub fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
+    if !cfg!(target_arch = "x86_64")
+        && matches!(
+            ty,
+            ElemType::LongDouble | ElemType::LongDoubleInt | ElemType::ComplexLongDouble
+        )
+    {
+        return None;
+    }
+    match op {
+        Op::Replace => return Some(replace),
+        Op::NoOp => return Some(no_op),
+        _ => {}
+    }
+    match ty {
+        ElemType::Byte => int::byte_kernel(op),
+        ElemType::Bool => int::bool_kernel(op),
+        ElemType::I8 => int::kernel::<i8>(op),
+        ElemType::U8 => int::kernel::<u8>(op),
+        ElemType::I16 => int::kernel::<i16>(op),
+        ElemType::U16 => int::kernel::<u16>(op),
+        ElemType::I32 => int::kernel::<i32>(op),
+        ElemType::U32 => int::kernel::<u32>(op),
+        ElemType::I64 => int::kernel::<i64>(op),
+        ElemType::U64 => int::kernel::<u64>(op),
+        ElemType::F16 => half::f16_kernel(op),
+        ElemType::Bf16 => half::bf16_kernel(op),
+        ElemType::F32 => float::kernel::<f32>(op),
+        ElemType::F64 => float::kernel::<f64>(op),
+        ElemType::FloatInt => pair::kernel::<f32, 4, 8>(op),
+        ElemType::DoubleInt => pair::kernel::<f64, 8, 16>(op),
+        ElemType::LongInt => pair::kernel::<i64, 8, 16>(op),
+        ElemType::ShortInt => pair::kernel::<i16, 4, 8>(op),
+        ElemType::TwoInt => pair::kernel::<i32, 4, 8>(op),
+        ElemType::ComplexFloat => complex::kernel::<f32>(op),
+        ElemType::ComplexDouble => complex::kernel::<f64>(op),
+        #[cfg(target_arch = "x86_64")]
+        ElemType::LongDouble => x87::long_double_kernel(op),
+        #[cfg(target_arch = "x86_64")]
+        ElemType::LongDoubleInt => x87::long_double_int_kernel(op),
+        #[cfg(target_arch = "x86_64")]
+        ElemType::ComplexLongDouble => x87::complex_kernel(op),
+        #[cfg(not(target_arch = "x86_64"))]
+        ElemType::LongDouble | ElemType::LongDoubleInt | ElemType::ComplexLongDouble => None,
+    }
+}
+
+fn replace(src: &[u8], dst: &mut [u8]) {
+    let n = src.len().min(dst.len());
+    dst[..n].copy_from_slice(&src[..n]);
+}
+
+fn no_op(_src: &[u8], _dst: &mut [u8]) {}
+
+/// A plain value stored in native byte order, readable from any alignment.
+pub(crate) trait Pod: Copy {
+    const SIZE: usize;
+    /// Reads from the first `SIZE` bytes of `b`.
+    fn load(b: &[u8]) -> Self;
+    /// Writes to the first `SIZE` bytes of `b`.
+    fn store(self, b: &mut [u8]);
+}
+
+macro_rules! impl_pod {
+    ($($t:ty),*) => {$(
+        impl Pod for $t {
+            const SIZE: usize = core::mem::size_of::<$t>();
+            #[inline(always)]
+            fn load(b: &[u8]) -> Self {
+                let mut a = [0u8; core::mem::size_of::<$t>()];
+                a.copy_from_slice(&b[..Self::SIZE]);
+                <$t>::from_ne_bytes(a)
+            }
+            #[inline(always)]
+            fn store(self, b: &mut [u8]) {
+                b[..Self::SIZE].copy_from_slice(&self.to_ne_bytes());
+            }
+        }
+    )*};
+}
+impl_pod!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
+
+/// The element loop every scalar kernel shares: `dst = f(src, dst)` per `T`.
+///
+/// `chunks_exact` on both sides lets LLVM see a counted loop of fixed-size unaligned loads
+/// and stores, which it vectorises.
+#[inline(always)]
+pub(crate) fn zip_apply<T: Pod>(src: &[u8], dst: &mut [u8], f: impl Fn(T, T) -> T) {
+    debug_assert_eq!(src.len(), dst.len());
+    for (s, d) in src.chunks_exact(T::SIZE).zip(dst.chunks_exact_mut(T::SIZE)) {
+        f(T::load(s), T::load(d)).store(d);
+    }
+}
+
+#[cfg(test)]
+mod tests;
