@@ -423,6 +423,91 @@ typedef void (MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Data
 #define MPI_ERR_VALUE_TOO_LARGE 77
 
 /*
+ Tool-interface error class `MPI_T_ERR_MEMORY`.
+ */
+#define MPI_T_ERR_MEMORY 59
+
+/*
+ Tool-interface error class `MPI_T_ERR_NOT_INITIALIZED`.
+ */
+#define MPI_T_ERR_NOT_INITIALIZED 60
+
+/*
+ Tool-interface error class `MPI_T_ERR_CANNOT_INIT`.
+ */
+#define MPI_T_ERR_CANNOT_INIT 61
+
+/*
+ Tool-interface error class `MPI_T_ERR_INVALID_INDEX`.
+ */
+#define MPI_T_ERR_INVALID_INDEX 62
+
+/*
+ Tool-interface error class `MPI_T_ERR_INVALID_ITEM`.
+ */
+#define MPI_T_ERR_INVALID_ITEM 63
+
+/*
+ Tool-interface error class `MPI_T_ERR_INVALID_HANDLE`.
+ */
+#define MPI_T_ERR_INVALID_HANDLE 64
+
+/*
+ Tool-interface error class `MPI_T_ERR_OUT_OF_HANDLES`.
+ */
+#define MPI_T_ERR_OUT_OF_HANDLES 65
+
+/*
+ Tool-interface error class `MPI_T_ERR_OUT_OF_SESSIONS`.
+ */
+#define MPI_T_ERR_OUT_OF_SESSIONS 66
+
+/*
+ Tool-interface error class `MPI_T_ERR_INVALID_SESSION`.
+ */
+#define MPI_T_ERR_INVALID_SESSION 67
+
+/*
+ Tool-interface error class `MPI_T_ERR_CVAR_SET_NOT_NOW`.
+ */
+#define MPI_T_ERR_CVAR_SET_NOT_NOW 68
+
+/*
+ Tool-interface error class `MPI_T_ERR_CVAR_SET_NEVER`.
+ */
+#define MPI_T_ERR_CVAR_SET_NEVER 69
+
+/*
+ Tool-interface error class `MPI_T_ERR_PVAR_NO_STARTSTOP`.
+ */
+#define MPI_T_ERR_PVAR_NO_STARTSTOP 70
+
+/*
+ Tool-interface error class `MPI_T_ERR_PVAR_NO_WRITE`.
+ */
+#define MPI_T_ERR_PVAR_NO_WRITE 71
+
+/*
+ Tool-interface error class `MPI_T_ERR_PVAR_NO_ATOMIC`.
+ */
+#define MPI_T_ERR_PVAR_NO_ATOMIC 72
+
+/*
+ Tool-interface error class `MPI_T_ERR_INVALID_NAME`.
+ */
+#define MPI_T_ERR_INVALID_NAME 73
+
+/*
+ Tool-interface error class `MPI_T_ERR_INVALID`.
+ */
+#define MPI_T_ERR_INVALID 74
+
+/*
+ Tool-interface error class `MPI_T_ERR_NOT_SUPPORTED`.
+ */
+#define MPI_T_ERR_NOT_SUPPORTED 78
+
+/*
  Largest error code.
  */
 #define MPI_ERR_LASTCODE 1073741823
@@ -480,6 +565,21 @@ typedef int MPI_Request;
  Address-sized integer.
  */
 typedef long MPI_Aint;
+
+/*
+ File offset.
+ */
+typedef long MPI_Offset;
+
+/*
+ Large count.
+ */
+typedef long MPI_Count;
+
+/*
+ Fortran integer.
+ */
+typedef int MPI_Fint;
 
 
 

@@ -359,5 +359,39 @@ pub const MPI_ERR_SESSION: c_int = 75;
 pub const MPI_ERR_PROC_ABORTED: c_int = 76;
 /// Error class `MPI_ERR_VALUE_TOO_LARGE`.
 pub const MPI_ERR_VALUE_TOO_LARGE: c_int = 77;
+/// Tool-interface error class `MPI_T_ERR_MEMORY`.
+pub const MPI_T_ERR_MEMORY: c_int = 59;
+/// Tool-interface error class `MPI_T_ERR_NOT_INITIALIZED`.
+pub const MPI_T_ERR_NOT_INITIALIZED: c_int = 60;
+/// Tool-interface error class `MPI_T_ERR_CANNOT_INIT`.
+pub const MPI_T_ERR_CANNOT_INIT: c_int = 61;
+/// Tool-interface error class `MPI_T_ERR_INVALID_INDEX`.
+pub const MPI_T_ERR_INVALID_INDEX: c_int = 62;
+/// Tool-interface error class `MPI_T_ERR_INVALID_ITEM`.
+pub const MPI_T_ERR_INVALID_ITEM: c_int = 63;
+/// Tool-interface error class `MPI_T_ERR_INVALID_HANDLE`.
+pub const MPI_T_ERR_INVALID_HANDLE: c_int = 64;
+/// Tool-interface error class `MPI_T_ERR_OUT_OF_HANDLES`.
+pub const MPI_T_ERR_OUT_OF_HANDLES: c_int = 65;
+/// Tool-interface error class `MPI_T_ERR_OUT_OF_SESSIONS`.
+pub const MPI_T_ERR_OUT_OF_SESSIONS: c_int = 66;
+/// Tool-interface error class `MPI_T_ERR_INVALID_SESSION`.
+pub const MPI_T_ERR_INVALID_SESSION: c_int = 67;
+/// Tool-interface error class `MPI_T_ERR_CVAR_SET_NOT_NOW`.
+pub const MPI_T_ERR_CVAR_SET_NOT_NOW: c_int = 68;
+/// Tool-interface error class `MPI_T_ERR_CVAR_SET_NEVER`.
+pub const MPI_T_ERR_CVAR_SET_NEVER: c_int = 69;
+/// Tool-interface error class `MPI_T_ERR_PVAR_NO_STARTSTOP`.
+pub const MPI_T_ERR_PVAR_NO_STARTSTOP: c_int = 70;
+/// Tool-interface error class `MPI_T_ERR_PVAR_NO_WRITE`.
+pub const MPI_T_ERR_PVAR_NO_WRITE: c_int = 71;
+/// Tool-interface error class `MPI_T_ERR_PVAR_NO_ATOMIC`.
+pub const MPI_T_ERR_PVAR_NO_ATOMIC: c_int = 72;
+/// Tool-interface error class `MPI_T_ERR_INVALID_NAME`.
+pub const MPI_T_ERR_INVALID_NAME: c_int = 73;
+/// Tool-interface error class `MPI_T_ERR_INVALID`.
+pub const MPI_T_ERR_INVALID: c_int = 74;
+/// Tool-interface error class `MPI_T_ERR_NOT_SUPPORTED`.
+pub const MPI_T_ERR_NOT_SUPPORTED: c_int = 78;
 /// Largest error code.
 pub const MPI_ERR_LASTCODE: c_int = 0x3fffffff;

@@ -140,6 +140,91 @@ pub const CLASSES: &[(c_int, &str, &str)] = &[
         "MPI_ERR_VALUE_TOO_LARGE",
         "value too large",
     ),
+    (
+        MPI_T_ERR_MEMORY,
+        "MPI_T_ERR_MEMORY",
+        "tool interface: out of memory",
+    ),
+    (
+        MPI_T_ERR_NOT_INITIALIZED,
+        "MPI_T_ERR_NOT_INITIALIZED",
+        "tool interface: not initialized",
+    ),
+    (
+        MPI_T_ERR_CANNOT_INIT,
+        "MPI_T_ERR_CANNOT_INIT",
+        "tool interface: cannot be initialized",
+    ),
+    (
+        MPI_T_ERR_INVALID_INDEX,
+        "MPI_T_ERR_INVALID_INDEX",
+        "tool interface: invalid index",
+    ),
+    (
+        MPI_T_ERR_INVALID_ITEM,
+        "MPI_T_ERR_INVALID_ITEM",
+        "tool interface: invalid item",
+    ),
+    (
+        MPI_T_ERR_INVALID_HANDLE,
+        "MPI_T_ERR_INVALID_HANDLE",
+        "tool interface: invalid handle",
+    ),
+    (
+        MPI_T_ERR_OUT_OF_HANDLES,
+        "MPI_T_ERR_OUT_OF_HANDLES",
+        "tool interface: out of handles",
+    ),
+    (
+        MPI_T_ERR_OUT_OF_SESSIONS,
+        "MPI_T_ERR_OUT_OF_SESSIONS",
+        "tool interface: out of sessions",
+    ),
+    (
+        MPI_T_ERR_INVALID_SESSION,
+        "MPI_T_ERR_INVALID_SESSION",
+        "tool interface: invalid session",
+    ),
+    (
+        MPI_T_ERR_CVAR_SET_NOT_NOW,
+        "MPI_T_ERR_CVAR_SET_NOT_NOW",
+        "tool interface: control variable cannot be set now",
+    ),
+    (
+        MPI_T_ERR_CVAR_SET_NEVER,
+        "MPI_T_ERR_CVAR_SET_NEVER",
+        "tool interface: control variable can never be set",
+    ),
+    (
+        MPI_T_ERR_PVAR_NO_STARTSTOP,
+        "MPI_T_ERR_PVAR_NO_STARTSTOP",
+        "tool interface: performance variable cannot be started or stopped",
+    ),
+    (
+        MPI_T_ERR_PVAR_NO_WRITE,
+        "MPI_T_ERR_PVAR_NO_WRITE",
+        "tool interface: performance variable cannot be written",
+    ),
+    (
+        MPI_T_ERR_PVAR_NO_ATOMIC,
+        "MPI_T_ERR_PVAR_NO_ATOMIC",
+        "tool interface: performance variable cannot be read and reset atomically",
+    ),
+    (
+        MPI_T_ERR_INVALID_NAME,
+        "MPI_T_ERR_INVALID_NAME",
+        "tool interface: invalid name",
+    ),
+    (
+        MPI_T_ERR_INVALID,
+        "MPI_T_ERR_INVALID",
+        "tool interface: invalid use",
+    ),
+    (
+        MPI_T_ERR_NOT_SUPPORTED,
+        "MPI_T_ERR_NOT_SUPPORTED",
+        "tool interface: not supported",
+    ),
 ];
 
 /// An MPI error: its class and a message for the one-line report.

@@ -55,6 +55,7 @@ struct SendPlan {
     to: Option<(usize, u32, i32)>,
     raw: RawBuf,
     members: std::sync::Arc<[usize]>,
+    comm: MPI_Comm,
 }
 
 impl Runtime {
@@ -86,6 +87,7 @@ impl Runtime {
             to,
             raw,
             members: c.members().into(),
+            comm,
         })
     }
 
@@ -98,6 +100,7 @@ impl Runtime {
             id,
             members: p.members,
             recv_type: None,
+            comm: p.comm,
         })
     }
 
@@ -137,6 +140,7 @@ impl Runtime {
                     id: None,
                     members,
                     recv_type,
+                    comm,
                 })
             }
             Peer::Any => None,
@@ -155,6 +159,7 @@ impl Runtime {
             id: Some(id),
             members,
             recv_type,
+            comm,
         })
     }
 
@@ -190,10 +195,14 @@ impl Runtime {
         }
     }
 
+    /// Removes a request from the table; its communicator's error handler
+    /// now applies to this call.
     fn take_req(&mut self, h: MPI_Request) -> MpiResult<ReqEntry> {
-        self.reqs
-            .remove(&h)
-            .ok_or_else(|| MpiErr::new(MPI_ERR_REQUEST, format!("invalid request handle {h:#x}")))
+        let e = self.reqs.remove(&h).ok_or_else(|| {
+            MpiErr::new(MPI_ERR_REQUEST, format!("invalid request handle {h:#x}"))
+        })?;
+        self.err_comm.get_or_insert(e.comm);
+        Ok(e)
     }
 
     fn check_req(&self, h: MPI_Request) -> MpiResult<()> {

@@ -49,6 +49,8 @@ pub struct ReqEntry {
     pub members: Arc<[usize]>,
     /// For receives, the datatype's (size, extent) to report counts.
     pub recv_type: Option<(usize, usize)>,
+    /// The communicator handle, whose error handler applies at completion.
+    pub comm: MPI_Comm,
 }
 
 /// Everything `MPI_Init` sets up.
@@ -68,6 +70,9 @@ pub struct Runtime {
     pub thread_level: c_int,
     /// The thread that called `MPI_Init`.
     pub main_thread: std::thread::ThreadId,
+    /// Set by a call whose error belongs to another communicator than its
+    /// argument (a request's, at completion).
+    pub err_comm: Option<MPI_Comm>,
 }
 
 impl Runtime {
@@ -97,14 +102,16 @@ impl Runtime {
             next_handle: 0,
             thread_level,
             main_thread: std::thread::current().id(),
+            err_comm: None,
         }
     }
 
     /// A fresh handle of MPICH's "direct" kind for an object class
     /// (`kind_bits` is e.g. 0x84000000 for communicators).
     pub fn new_handle(&mut self, kind_bits: u32) -> c_int {
-        self.next_handle = (self.next_handle + 1) & 0x03ff_ffff;
-        (kind_bits | 0x100 | self.next_handle) as c_int
+        // Indices below 0x100 are left to MPICH's own predefined objects.
+        self.next_handle = (self.next_handle + 1) % (0x0400_0000 - 0x100);
+        (kind_bits | (0x100 + self.next_handle)) as c_int
     }
 
     /// The communicator behind a handle.
@@ -138,8 +145,9 @@ pub fn call(
     let out = boundary::catch(|| -> Result<(), (MpiErr, MPI_Errhandler)> {
         let mut guard = lock().map_err(|e| (e, WORLD_EH.load(Ordering::Relaxed)))?;
         let rt = guard.as_mut().expect("running implies a runtime");
+        rt.err_comm = None;
         f(rt).map_err(|e| {
-            let eh = rt.errhandler(comm);
+            let eh = rt.errhandler(rt.err_comm.unwrap_or(comm));
             (e, eh)
         })
     });
