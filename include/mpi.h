@@ -929,7 +929,8 @@ typedef int MPI_Fint;
 #define MPI_NO_OP 1476395022
 
 /*
- `MPI_STATUS_IGNORE` and `MPI_STATUSES_IGNORE`.
+ `MPI_STATUS_IGNORE` and `MPI_STATUSES_IGNORE`: MPICH's sentinel is the
+ address 1 exactly, not an aligned dangling pointer.
  */
 #define STATUS_IGNORE (MPI_Status*)1
 

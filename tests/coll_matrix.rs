@@ -1,6 +1,7 @@
 //! Thread-per-rank matrix: every collective x every algorithm x ranks
 //! {1,2,3,4,7,8} x counts {0, 1, ranks-1, odd, several MB}, over the real
 //! shared-memory rings, compared with a naive reference.
+#![allow(clippy::needless_range_loop)] // ranks index several parallel tables
 
 use ferrocoll::coll::{self, Ctx, Reducer};
 use ferrocoll::comm::engine::Engine;

@@ -18,7 +18,7 @@ pub fn allgatherv(
         select::Allgather::Direct => {
             let mut parts = split_blocks(recv, blocks)?;
             if let Some(s) = send {
-                copy_own(&mut parts[r], s)?;
+                copy_own(parts[r], s)?;
             }
             let own = std::mem::take(&mut parts[r]);
             let sends: Vec<(usize, &[u8])> = (0..c.size())

@@ -24,11 +24,7 @@ fn bad_root(root: c_int, n: usize) -> MpiResult<usize> {
 
 /// Byte blocks of a v-variant, relative to the lowest displacement (which
 /// may be negative): (start offset from the buffer pointer, span, blocks).
-fn v_blocks(
-    counts: &[c_int],
-    displs: &[c_int],
-    t: &TypeInfo,
-) -> MpiResult<(isize, usize, Vec<(usize, usize)>)> {
+fn v_blocks(counts: &[c_int], displs: &[c_int], t: &TypeInfo) -> MpiResult<VBlocks> {
     let mut raw = Vec::with_capacity(counts.len());
     for (&c, &d) in counts.iter().zip(displs) {
         let len = t.bytes(c)?;
@@ -63,6 +59,9 @@ fn v_blocks(
         .collect();
     Ok((base, (end - base) as usize, blocks))
 }
+
+/// (start offset from the buffer pointer, span in bytes, blocks).
+type VBlocks = (isize, usize, Vec<(usize, usize)>);
 
 /// A view of `len` bytes starting `base` bytes from `p`.
 fn at(p: *const c_void, base: isize) -> *mut c_void {
@@ -288,11 +287,12 @@ fn scan_like(
         with_reducer(red.op, red.dt, red.t, |r| {
             rt.with_comm(comm, |eng, c| {
                 let cx = ctx!(eng, c, name);
-                Ok(if exclusive {
-                    coll::scan::exscan(cx, send, recv, r)?
+                if exclusive {
+                    coll::scan::exscan(cx, send, recv, r)?;
                 } else {
-                    coll::scan::scan(cx, send, recv, r)?
-                })
+                    coll::scan::scan(cx, send, recv, r)?;
+                }
+                Ok(())
             })
         })
     })

@@ -133,7 +133,7 @@ impl Runtime {
         let tag = tag_of(tag, true)?;
         ptr::check_buf(buf, bytes, "receive buffer")?;
         let members = c.members().into();
-        let recv_type = Some((t.size, t.extent));
+        let recv_type = Some(t);
         let source = match src {
             Peer::Null => {
                 return Ok(ReqEntry {
@@ -173,14 +173,10 @@ impl Runtime {
                 MPI_ANY_SOURCE
             });
         };
-        let Some((size, extent)) = e.recv_type else {
+        let Some(t) = e.recv_type else {
             return empty_status(MPI_ANY_SOURCE);
         };
-        let data = if extent == 0 {
-            0
-        } else {
-            (st.bytes / extent) * size + (st.bytes % extent).min(size)
-        };
+        let data = t.data_bytes(st.bytes);
         let source = e
             .members
             .iter()

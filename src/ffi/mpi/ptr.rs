@@ -7,7 +7,9 @@ use std::os::raw::{c_char, c_void};
 
 /// `MPI_IN_PLACE`.
 pub const IN_PLACE: *const c_void = usize::MAX as *const c_void;
-/// `MPI_STATUS_IGNORE` and `MPI_STATUSES_IGNORE`.
+/// `MPI_STATUS_IGNORE` and `MPI_STATUSES_IGNORE`: MPICH's sentinel is the
+/// address 1 exactly, not an aligned dangling pointer.
+#[allow(clippy::manual_dangling_ptr)]
 pub const STATUS_IGNORE: *mut MPI_Status = 1 as *mut MPI_Status;
 
 /// True for `MPI_IN_PLACE`.

@@ -47,8 +47,8 @@ pub struct ReqEntry {
     pub id: Option<ReqId>,
     /// The communicator's members, to turn world ranks into its ranks.
     pub members: Arc<[usize]>,
-    /// For receives, the datatype's (size, extent) to report counts.
-    pub recv_type: Option<(usize, usize)>,
+    /// For receives, the datatype, to report counts in its units.
+    pub recv_type: Option<super::types::TypeInfo>,
     /// The communicator handle, whose error handler applies at completion.
     pub comm: MPI_Comm,
 }

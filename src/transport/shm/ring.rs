@@ -4,14 +4,14 @@
 //! bytes ever read (only the consumer stores it); each sits on its own cache
 //! line so the two sides do not false-share.
 
+use crossbeam::utils::CachePadded;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Control words at the start of each ring.
-#[repr(C, align(128))]
+#[repr(C)]
 pub struct RingCtrl {
-    head: AtomicU64,
-    _pad: [u8; 56],
-    tail: AtomicU64,
+    head: CachePadded<AtomicU64>,
+    tail: CachePadded<AtomicU64>,
 }
 
 /// Bytes the control block occupies before the data area.
@@ -125,7 +125,7 @@ mod tests {
         let mut mem = vec![0u64; (CTRL_BYTES + cap) / 8 + 16];
         // Align to the control block's alignment inside the buffer.
         let base = mem.as_mut_ptr() as *mut u8;
-        let off = base.align_offset(128);
+        let off = base.align_offset(std::mem::align_of::<RingCtrl>());
         assert!(off + CTRL_BYTES + cap <= mem.len() * 8);
         // SAFETY: the buffer is zeroed, large enough, and outlives the ring.
         let ring = unsafe { Ring::from_raw(base.add(off), cap) };

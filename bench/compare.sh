@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# compare.sh: build bench/mpibench.c against ferrocoll, Open MPI and MPICH, run
+# each at several rank counts for R rounds (libraries alternate within a round
+# so slow drifts of a shared machine hit all of them), then print one table per
+# rank count with the median of the rounds, and the foundation targets' verdicts.
+# Usage: bench/compare.sh [--quick] [--ranks "2 4"] [--ops a,b] [--rounds R]
+#        [--libs "ferrocoll openmpi mpich"] [--timeout SECS] [--out DIR]
+#        [--args "extra mpibench args"]
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=${ROOT:-$(cd "$HERE/.." && pwd)}
+# cargo puts its output under CARGO_TARGET_DIR when that is set.
+LIBDIR=${FERROCOLL_LIBDIR:-${CARGO_TARGET_DIR:-$ROOT/target}/release}
+BUILD=$HERE/build
+
+QUICK=0
+RANKS="2 4"
+OPS=all
+ROUNDS=3
+LIBS="ferrocoll openmpi mpich"
+TIMEOUT=""
+OUT=""
+EXTRA=""
+
+usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) QUICK=1 ;;
+    --ranks) RANKS=$2; shift ;;
+    --ops) OPS=$2; shift ;;
+    --rounds) ROUNDS=$2; shift ;;
+    --libs) LIBS=$2; shift ;;
+    --timeout) TIMEOUT=$2; shift ;;
+    --out) OUT=$2; shift ;;
+    --args) EXTRA=$2; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "compare.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ "$QUICK" = 1 ]; then
+  # Smoke run: 6 sizes that still reach both verdict ranges (<=1 KiB, >=1 MiB).
+  BENCH_ARGS="-b 8 -e 8M -f 16 -T 0.05 -r 3 -w 5 -i 200"
+  ROUNDS=1
+  TIMEOUT=${TIMEOUT:-120}
+  MPICH_OVERSUB_ARGS="-r 2 -T 0.03"
+else
+  BENCH_ARGS="-b 8 -e 64M -f 4 -T 0.2 -r 5"
+  TIMEOUT=${TIMEOUT:-300}
+  MPICH_OVERSUB_ARGS="-r 3 -T 0.1"
+fi
+# MPICH_OVERSUB_ARGS: MPICH (ch4) spins when ranks outnumber cores, so every
+# call costs a scheduler time slice (4-20 ms): fewer batches, smaller budget.
+NCORES=$(nproc)
+
+OUT=${OUT:-$HERE/results/$(date +%Y-%m-%d-%H%M%S)}
+mkdir -p "$OUT/raw" "$BUILD"
+: >"$OUT/skipped.tsv"
+printf 'lib\tranks\tround\trc\tseconds\n' >"$OUT/runs.tsv"
+
+log() { echo "compare.sh: $*" >&2; }
+skip() { printf '%s\t%s\n' "$1" "$2" >>"$OUT/skipped.tsv"; log "SKIP $1: $2"; }
+
+CFLAGS="-O2 -Wall -Wextra"
+declare -A BIN=()
+
+build_peer() { # lib compiler
+  if ! command -v "$2" >/dev/null; then skip "$1" "$2 not found"; return; fi
+  if nice -n 10 "$2" $CFLAGS -o "$BUILD/mpibench.$1" "$HERE/mpibench.c" \
+      >"$OUT/build-$1.log" 2>&1; then
+    BIN[$1]=$BUILD/mpibench.$1
+  else
+    skip "$1" "compile failed, see $OUT/build-$1.log"
+  fi
+}
+
+build_ferrocoll() {
+  local blog=$OUT/build-ferrocoll.log
+  : >"$blog"
+  if [ ! -f "$LIBDIR/libferrocoll.so" ] || [ ! -x "$LIBDIR/ferrorun" ] \
+      || [ ! -f "$ROOT/include/mpi.h" ]; then
+    if [ ! -f "$ROOT/Cargo.toml" ]; then
+      skip ferrocoll "library not built and no $ROOT/Cargo.toml to build it from"
+      return
+    fi
+    log "building ferrocoll (cargo build --release, log in $blog)"
+    if ! (cd "$ROOT" && nice -n 10 cargo build --release) >>"$blog" 2>&1; then
+      skip ferrocoll "cargo build --release failed, see $blog"
+      return
+    fi
+  fi
+  local f
+  for f in "$LIBDIR/libferrocoll.so" "$LIBDIR/ferrorun" "$ROOT/include/mpi.h"; do
+    if [ ! -e "$f" ]; then skip ferrocoll "$f missing after cargo build"; return; fi
+  done
+  if nice -n 10 cc $CFLAGS -I"$ROOT/include" -o "$BUILD/mpibench.ferrocoll" \
+      "$HERE/mpibench.c" -L"$LIBDIR" -lferrocoll -Wl,-rpath,"$LIBDIR" >>"$blog" 2>&1; then
+    BIN[ferrocoll]=$BUILD/mpibench.ferrocoll
+  else
+    skip ferrocoll "compiling mpibench.c against $ROOT/include failed, see $blog"
+  fi
+}
+
+for lib in $LIBS; do
+  case $lib in
+    openmpi) build_peer openmpi mpicc.openmpi ;;
+    mpich) build_peer mpich mpicc.mpich ;;
+    ferrocoll) build_ferrocoll ;;
+    *) echo "compare.sh: unknown library $lib" >&2; exit 2 ;;
+  esac
+done
+ACTIVE=""
+for lib in $LIBS; do [ -n "${BIN[$lib]:-}" ] && ACTIVE="$ACTIVE $lib"; done
+ACTIVE=${ACTIVE# }
+[ -n "$ACTIVE" ] || { log "nothing to run"; exit 1; }
+
+# A timed-out launcher can leave ranks spinning, which would skew every later
+# run: kill the processes running our own binary, one pid at a time.
+reap_strays() { # binary path
+  local p exe
+  for p in /proc/[0-9]*; do
+    exe=$(readlink "$p/exe" 2>/dev/null) || continue
+    if [ "$exe" = "$1" ]; then kill -9 "${p#/proc/}" 2>/dev/null || true; fi
+  done
+}
+
+run_one() { # lib ranks round
+  local lib=$1 n=$2 round=$3 rc=0 t0 secs args=$BENCH_ARGS
+  local out=$OUT/raw/$lib-np$n-r$round.txt
+  local -a cmd
+  [ "$lib" = mpich ] && [ "$n" -gt "$NCORES" ] && args="$args $MPICH_OVERSUB_ARGS"
+  case $lib in
+    openmpi) cmd=(env OMPI_MCA_btl=self,vader mpirun.openmpi --oversubscribe
+                  --allow-run-as-root -np "$n") ;;
+    mpich) cmd=(mpiexec.mpich -n "$n") ;;
+    ferrocoll) cmd=("$LIBDIR/ferrorun" -n "$n") ;;
+  esac
+  # shellcheck disable=SC2086 # args and EXTRA are word lists on purpose
+  echo "# command: ${cmd[*]} ${BIN[$lib]} $args $EXTRA -o $OPS" >"$out"
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  timeout -k 10 "$TIMEOUT" nice -n 10 "${cmd[@]}" "${BIN[$lib]}" $args $EXTRA -o "$OPS" \
+    >>"$out" 2>"$OUT/raw/$lib-np$n-r$round.err" || rc=$?
+  secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "# TIMEOUT after ${TIMEOUT}s" >>"$out"
+    reap_strays "${BIN[$lib]}"
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\n' "$lib" "$n" "$round" "$rc" "$secs" >>"$OUT/runs.tsv"
+  log "$lib np=$n round $round: rc=$rc, ${secs}s"
+}
+
+{
+  echo "date: $(date -Is)"
+  echo "host: $(uname -srm), $NCORES cores, load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "libraries: $ACTIVE"
+  echo "ranks: $RANKS  rounds: $ROUNDS  ops: $OPS  timeout: ${TIMEOUT}s"
+  echo "mpibench args: $BENCH_ARGS $EXTRA (MPICH at ranks > cores adds: $MPICH_OVERSUB_ARGS)"
+  if [ -n "${BIN[ferrocoll]:-}" ]; then
+    # A stale library is the usual surprise: say when it was built.
+    echo "ferrocoll: $LIBDIR/libferrocoll.so built $(date -r "$LIBDIR/libferrocoll.so" -Is)"
+  fi
+  # The commit, read from the files (no git commands: the lead owns the repo).
+  if [ -f "$ROOT/.git/HEAD" ]; then
+    head=$(cat "$ROOT/.git/HEAD")
+    case $head in
+      ref:*) ref=${head#ref: }
+             if [ -f "$ROOT/.git/$ref" ]; then head="$ref $(cat "$ROOT/.git/$ref")"
+             elif grep -q " $ref\$" "$ROOT/.git/packed-refs" 2>/dev/null; then
+               head="$ref $(grep " $ref\$" "$ROOT/.git/packed-refs" | cut -d' ' -f1)"
+             else head="$ref (no commit yet)"; fi ;;
+    esac
+    echo "commit: $head"
+  fi
+} >"$OUT/meta.txt"
+cat "$OUT/meta.txt" >&2
+
+read -r -a active_arr <<<"$ACTIVE"
+nlib=${#active_arr[@]}
+for round in $(seq 1 "$ROUNDS"); do
+  for n in $RANKS; do
+    # Rotate the order each round so no library always runs first.
+    for i in $(seq 0 $((nlib - 1))); do
+      run_one "${active_arr[$(((i + round - 1) % nlib))]}" "$n" "$round"
+    done
+  done
+done
+echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/meta.txt"
+
+python3 "$HERE/compare.py" "$OUT" | tee "$OUT/table.txt"
+log "results in $OUT"
