@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Installs what ferrocoll's build and tests need and is missing, on Debian/Ubuntu:
+# a C/C++ toolchain, cmake, MPICH and Open MPI (the C tests compare against both),
+# and the clippy/rustfmt components. Installs nothing that is already present.
+set -euo pipefail
+
+log() { printf 'deps: %s\n' "$*"; }
+
+# Root needs no sudo (CI runs as root); elsewhere use sudo if there is one.
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  fi
+fi
+
+# Debian packages, each with the command or file that shows it is present.
+declare -A probe=(
+  [build-essential]="cmd:cc cmd:c++ cmd:make"
+  [cmake]="cmd:cmake"
+  [mpich]="cmd:mpiexec.mpich"
+  [libmpich-dev]="cmd:mpicc.mpich"
+  [openmpi-bin]="cmd:mpirun.openmpi"
+  [libopenmpi-dev]="cmd:mpicc.openmpi"
+)
+order=(build-essential cmake mpich libmpich-dev openmpi-bin libopenmpi-dev)
+
+have_dpkg=false
+command -v dpkg >/dev/null 2>&1 && have_dpkg=true
+
+present() {
+  local pkg=$1 check
+  if $have_dpkg && dpkg -s "$pkg" 2>/dev/null | grep -q '^Status: install ok installed'; then
+    return 0
+  fi
+  for check in ${probe[$pkg]}; do
+    command -v "${check#cmd:}" >/dev/null 2>&1 || return 1
+  done
+  return 0
+}
+
+missing=()
+for pkg in "${order[@]}"; do
+  present "$pkg" || missing+=("$pkg")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  log "system packages present"
+elif command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then
+    log "missing ${missing[*]} and not root without sudo: install them yourself" >&2
+    exit 1
+  fi
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  log "missing ${missing[*]} and no apt-get: install the equivalents yourself" >&2
+  exit 1
+fi
+
+# Rust: cargo must exist already (installing a toolchain is the user's choice);
+# clippy and rustfmt are added through rustup when that manages the toolchain.
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  log "cargo not found: install Rust from https://rustup.rs" >&2
+  exit 1
+fi
+components=()
+cargo clippy --version >/dev/null 2>&1 || components+=(clippy)
+cargo fmt --version >/dev/null 2>&1 || components+=(rustfmt)
+if [ "${#components[@]}" -gt 0 ]; then
+  if command -v rustup >/dev/null 2>&1; then
+    log "adding rust components ${components[*]}"
+    rustup component add "${components[@]}"
+  else
+    log "missing rust components ${components[*]} and no rustup" >&2
+    exit 1
+  fi
+else
+  log "rust toolchain present ($(cargo --version))"
+fi

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Everything CI checks, in order, stopping at the first failure: formatting, clippy,
+# the Rust tests, the CMake build, then ctest (C tests, examples, consumer tests).
+# Prints one summary line at the end. BUILD_DIR overrides build/; CTEST_JOBS the
+# ctest parallelism (default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=${BUILD_DIR:-build}
+start=$SECONDS
+step_name="deps"
+done_steps=()
+ctest_count=""
+
+summary() {
+  local rc=$?
+  local took=$((SECONDS - start))
+  if [ "$rc" -eq 0 ]; then
+    echo "test.sh: PASS (${done_steps[*]}; ${ctest_count:-?} ctest tests) in ${took}s"
+  else
+    echo "test.sh: FAIL at step '${step_name}' (exit ${rc}) after ${took}s; passed: ${done_steps[*]:-none}"
+  fi
+}
+trap summary EXIT
+
+step() {
+  step_name=$1
+  shift
+  echo
+  echo "=== ${step_name}: $*"
+  local t0=$SECONDS
+  "$@"
+  echo "=== ${step_name}: ok ($((SECONDS - t0))s)"
+  done_steps+=("${step_name}")
+}
+
+run_ctest() {
+  local log="$build/ctest.log"
+  ctest --test-dir "$build" --output-on-failure -j "${CTEST_JOBS:-2}" 2>&1 | tee "$log"
+  ctest_count=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9][0-9]*\).*/\1/p' "$log")
+}
+
+step deps scripts/deps.sh
+step fmt cargo fmt --all --check
+step clippy cargo clippy --all-targets -- -D warnings
+step cargo-test cargo test --release
+step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+step build cmake --build "$build" -j "$(nproc)"
+step ctest run_ctest
