@@ -4,6 +4,10 @@
 use super::{gather, reduce, select, Ctx, Reducer};
 use crate::error::Result;
 
+/// Bytes reduced per exchange: the incoming piece stays in cache until it
+/// is folded in.
+const PIECE: usize = 128 * 1024;
+
 /// Ring reduce-scatter in place: afterwards block `r` of `data` holds the
 /// full reduction on rank `r` (other blocks hold partial sums).
 pub fn ring_in_place(
@@ -14,16 +18,31 @@ pub fn ring_in_place(
 ) -> Result<()> {
     let (n, r) = (c.size(), c.rank());
     let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
-    let mut tmp = vec![0u8; blocks.iter().map(|b| b.1).max().unwrap_or(0)];
+    let piece = (PIECE / red.extent).max(1) * red.extent;
+    let longest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
+    let mut tmp = vec![0u8; longest.min(piece)];
     for s in 0..n.saturating_sub(1) {
         let (so, sl) = blocks[(r + 2 * n - s - 1) % n];
         let (ro, rl) = blocks[(r + 2 * n - s - 2) % n];
-        c.xfer(
-            s as u32,
-            &[(next, &data[so..so + sl])],
-            &mut [(prev, &mut tmp[..rl])],
-        )?;
-        red.fold_left(&tmp[..rl], &mut data[ro..ro + rl]);
+        // A link carries ceil(block / piece) messages; the block this rank
+        // sends is the one its successor receives, so both sides agree.
+        let (ns, nr) = (sl.div_ceil(piece), rl.div_ceil(piece));
+        for k in 0..ns.max(nr) {
+            let (a, b) = ((k * piece).min(sl), ((k + 1) * piece).min(sl));
+            let (x, y) = ((k * piece).min(rl), ((k + 1) * piece).min(rl));
+            let sends: &[(usize, &[u8])] = if k < ns {
+                &[(next, &data[so + a..so + b])]
+            } else {
+                &[]
+            };
+            let mut recvs: Vec<(usize, &mut [u8])> = if k < nr {
+                vec![(prev, &mut tmp[..y - x])]
+            } else {
+                Vec::new()
+            };
+            c.xfer(s as u32, sends, &mut recvs)?;
+            red.fold_left(&tmp[..y - x], &mut data[ro + x..ro + y]);
+        }
     }
     Ok(())
 }
