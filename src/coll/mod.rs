@@ -101,16 +101,9 @@ impl<'a> Ctx<'a> {
         sends: &[(usize, &[u8])],
         recvs: &mut [(usize, &mut [u8])],
     ) -> Result<()> {
-        let s: Vec<(usize, &[u8])> = sends
-            .iter()
-            .map(|&(r, b)| (self.comm.world_rank(r), b))
-            .collect();
-        let mut r: Vec<(usize, &mut [u8])> = recvs
-            .iter_mut()
-            .map(|(p, b)| (self.comm.world_rank(*p), &mut **b))
-            .collect();
-        let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
-        self.eng.exchange(ctx, tag, &s, &mut r, op)
+        let (ctx, tag, op, comm) = (self.comm.coll_ctx(), self.tag(step), self.op, self.comm);
+        self.eng
+            .exchange(ctx, tag, sends, recvs, |r| comm.world_rank(r), op)
     }
 
     /// Sends `buf` to `to`.

@@ -447,11 +447,10 @@ impl Engine {
         peers: &[usize],
         mut done: impl FnMut(&Engine) -> bool,
     ) -> Result<()> {
-        let start = Instant::now();
-        let mut last_check = start;
+        // (start, last health check): read the clock only once spinning ends.
+        let mut clock: Option<(Instant, Instant)> = None;
         let mut idle: u32 = 0;
         loop {
-            let seen = self.seg.as_ref().map(|s| s.doorbell(self.me).seq());
             let moved = self.progress();
             if done(self) {
                 return Ok(());
@@ -471,14 +470,23 @@ impl Engine {
                     "{op} can never complete: no matching message or receiver"
                 )));
             };
+            let now = Instant::now();
+            let (start, last) = clock.get_or_insert((now, now));
             if idle <= self.spin + 16 {
                 std::thread::yield_now();
             } else {
-                seg.doorbell(self.me)
-                    .sleep(seen.unwrap_or(0), Duration::from_millis(20));
+                let bell = seg.doorbell(self.me);
+                let seen = bell.prepare();
+                if self.progress() || done(self) {
+                    bell.cancel();
+                    idle = 0;
+                    continue;
+                }
+                bell.sleep(seen, Duration::from_millis(20));
             }
-            if last_check.elapsed() >= Duration::from_millis(50) {
-                last_check = Instant::now();
+            if now.duration_since(*last) >= Duration::from_millis(50) {
+                *last = now;
+                let start = *start;
                 self.check_health(&seg, op, peers, start)?;
             }
         }
@@ -745,18 +753,21 @@ impl Engine {
     /// returning when all have completed. Every receive must be filled
     /// exactly (collectives know their sizes); a shorter or longer message
     /// means the ranks called the collective with mismatched arguments.
+    ///
+    /// Peers are given in some numbering that `world` turns into world ranks.
     pub fn exchange(
         &mut self,
         ctx: u32,
         tag: i32,
         sends: &[(usize, &[u8])],
         recvs: &mut [(usize, &mut [u8])],
+        world: impl Fn(usize) -> usize,
         op: &'static str,
     ) -> Result<()> {
         let mut ids = Vec::with_capacity(sends.len() + recvs.len());
         for (src, buf) in recvs.iter_mut() {
             let m = Match {
-                source: Some(*src),
+                source: Some(world(*src)),
                 ctx,
                 tag: Some(tag),
             };
@@ -770,7 +781,7 @@ impl Engine {
         for (dst, buf) in sends {
             // SAFETY: as above; send buffers are only read.
             let raw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
-            ids.push(self.isend(*dst, ctx, tag, raw)?);
+            ids.push(self.isend(world(*dst), ctx, tag, raw)?);
         }
         self.wait_all(&ids, op)?;
         let mut bad = None;

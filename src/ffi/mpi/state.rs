@@ -30,6 +30,28 @@ static SEGMENT: Mutex<Option<Arc<Segment>>> = Mutex::new(None);
 /// World rank, for messages (-1 before init).
 static RANK: AtomicI32 = AtomicI32::new(-1);
 
+/// Hashes handles (small distinct integers) with one multiply instead of
+/// SipHash: every MPI call looks up at least one.
+#[derive(Default)]
+pub struct HandleHasher(u64);
+
+impl std::hash::Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.0 = u64::from(v as u32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A table keyed by handle.
+pub type Handles<V> = HashMap<c_int, V, std::hash::BuildHasherDefault<HandleHasher>>;
+
 /// A communicator handle's state.
 pub struct CommEntry {
     /// The core communicator.
@@ -58,13 +80,13 @@ pub struct Runtime {
     /// The message engine.
     pub eng: Engine,
     /// Communicator handles.
-    pub comms: HashMap<MPI_Comm, CommEntry>,
+    pub comms: Handles<CommEntry>,
     /// Request handles.
-    pub reqs: HashMap<MPI_Request, ReqEntry>,
+    pub reqs: Handles<ReqEntry>,
     /// Derived datatype handles.
-    pub types: HashMap<MPI_Datatype, Derived>,
+    pub types: Handles<Derived>,
     /// User operation handles.
-    pub ops: HashMap<MPI_Op, UserOp>,
+    pub ops: Handles<UserOp>,
     next_handle: u32,
     /// Thread level granted.
     pub thread_level: c_int,
@@ -77,7 +99,7 @@ pub struct Runtime {
 
 impl Runtime {
     fn new(eng: Engine, thread_level: c_int) -> Runtime {
-        let mut comms = HashMap::new();
+        let mut comms = Handles::default();
         let world = Comm::world(&eng);
         let me = Comm::self_comm(&eng);
         for (h, comm, name) in [
@@ -96,9 +118,9 @@ impl Runtime {
         Runtime {
             eng,
             comms,
-            reqs: HashMap::new(),
-            types: HashMap::new(),
-            ops: HashMap::new(),
+            reqs: Handles::default(),
+            types: Handles::default(),
+            ops: Handles::default(),
             next_handle: 0,
             thread_level,
             main_thread: std::thread::current().id(),

@@ -1,7 +1,7 @@
 //! Futex wait/wake on words in shared memory, and the per-rank doorbell
 //! that a waiting rank sleeps on.
 
-use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::atomic::{fence, AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
 use std::time::Duration;
 
 /// Sleeps while `*word == expected`, for at most `timeout`.
@@ -31,8 +31,9 @@ pub fn wake_all(word: &AtomicU32) {
     }
 }
 
-/// A rank's doorbell: peers bump `seq` after giving it data or ring space,
-/// and only pay for a wake-up syscall when the rank is actually asleep.
+/// A rank's doorbell (an eventcount): peers ring it after giving the rank
+/// data or ring space, and pay for more than a fence and a shared load only
+/// when the rank has announced that it is about to sleep.
 #[repr(C, align(64))]
 pub struct Doorbell {
     seq: AtomicU32,
@@ -40,23 +41,33 @@ pub struct Doorbell {
 }
 
 impl Doorbell {
-    /// Announces a change to the owner of this doorbell.
+    /// Announces a change to the owner. Call after publishing the change.
     pub fn ring(&self) {
-        self.seq.fetch_add(1, SeqCst);
-        if self.waiters.load(SeqCst) > 0 {
+        // Pairs with the fence in `prepare`: either the owner sees our data
+        // in its last check, or we see it registered and wake it.
+        fence(SeqCst);
+        if self.waiters.load(Relaxed) > 0 {
+            self.seq.fetch_add(1, SeqCst);
             wake_all(&self.seq);
         }
     }
 
-    /// The current sequence; pass it to `sleep` after finding nothing to do.
-    pub fn seq(&self) -> u32 {
-        self.seq.load(SeqCst)
+    /// Owner: registers as a sleeper. Re-check for work after this, then
+    /// either `sleep` or `cancel`.
+    pub fn prepare(&self) -> u32 {
+        let seen = self.seq.load(SeqCst);
+        self.waiters.fetch_add(1, SeqCst);
+        fence(SeqCst);
+        seen
     }
 
-    /// Sleeps until the doorbell rings after `seen` was read, or `timeout`.
-    /// The caller must have re-checked its work after reading `seen`.
+    /// Owner: found work after `prepare`; does not sleep.
+    pub fn cancel(&self) {
+        self.waiters.fetch_sub(1, SeqCst);
+    }
+
+    /// Owner: sleeps until rung after `prepare` returned `seen`, or `timeout`.
     pub fn sleep(&self, seen: u32, timeout: Duration) {
-        self.waiters.fetch_add(1, SeqCst);
         if self.seq.load(SeqCst) == seen {
             wait(&self.seq, seen, timeout);
         }
@@ -78,14 +89,16 @@ mod tests {
         });
         let b2 = bell.clone();
         let t = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
+            // A ring before the owner registers is (correctly) not a wake-up.
+            while b2.waiters.load(SeqCst) == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(20));
             b2.ring();
         });
         let start = Instant::now();
-        let seen = bell.seq();
-        while bell.seq() == seen {
-            bell.sleep(seen, Duration::from_secs(10));
-        }
+        let seen = bell.prepare();
+        bell.sleep(seen, Duration::from_secs(10));
         assert!(start.elapsed() < Duration::from_secs(5));
         t.join().unwrap();
     }
@@ -97,7 +110,9 @@ mod tests {
             waiters: AtomicU32::new(0),
         };
         let start = Instant::now();
-        bell.sleep(7, Duration::from_millis(20));
+        let seen = bell.prepare();
+        assert_eq!(seen, 7);
+        bell.sleep(seen, Duration::from_millis(20));
         assert!(start.elapsed() >= Duration::from_millis(15));
     }
 }
