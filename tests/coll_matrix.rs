@@ -106,7 +106,7 @@ fn sum_ref(n: usize, count: usize) -> Vec<u8> {
 
 #[test]
 fn allreduce_all_algorithms() {
-    for algo in ["recursive_doubling", "ring", "reduce_bcast", "auto"] {
+    for algo in ["recursive_doubling", "ring", "reduce_bcast", "slots", "auto"] {
         for n in RANKS {
             for count in counts(n, true) {
                 let want = sum_ref(n, count);
@@ -141,7 +141,7 @@ fn allreduce_all_algorithms() {
 
 #[test]
 fn bcast_all_algorithms() {
-    for algo in ["binomial", "chain"] {
+    for algo in ["binomial", "chain", "slots"] {
         for n in RANKS {
             for count in counts(n, true) {
                 for root in [0, n / 2, n - 1] {
@@ -165,7 +165,7 @@ fn bcast_all_algorithms() {
 
 #[test]
 fn reduce_all_algorithms() {
-    for algo in ["binomial", "rsag"] {
+    for algo in ["binomial", "rsag", "slots"] {
         for n in RANKS {
             for count in counts(n, true) {
                 let want = sum_ref(n, count);
@@ -226,12 +226,13 @@ fn uneven_blocks(n: usize, count: usize) -> Vec<(usize, usize)> {
 
 #[test]
 fn allgather_gather_scatter() {
-    for algo in ["direct", "ring"] {
+    for (algo, rooted) in [("direct", "direct"), ("ring", "slots"), ("slots", "slots")] {
         for n in RANKS {
             for count in counts(n, true) {
                 let blocks: Vec<(usize, usize)> =
                     (0..n).map(|p| (p * count * 4, count * 4)).collect();
-                world(n, &[("allgather", algo)], |r, eng, comm| {
+                let algos = [("allgather", algo), ("gather", rooted), ("scatter", rooted)];
+                world(n, &algos, |r, eng, comm| {
                     let mut recv = vec![0u8; n * count * 4];
                     coll::allgather::allgatherv(
                         &mut Ctx::new(eng, comm),
@@ -303,12 +304,16 @@ fn allgather_gather_scatter() {
 
 #[test]
 fn alltoall_reduce_scatter_scan_barrier() {
-    for (a2a, rs) in [("direct", "ring"), ("pairwise", "reduce_scatterv")] {
+    for (a2a, rs, bar) in [
+        ("direct", "ring", "dissemination"),
+        ("pairwise", "reduce_scatterv", "slots"),
+        ("slots", "slots", "slots"),
+    ] {
         for n in RANKS {
             for count in counts(n, false) {
                 world(
                     n,
-                    &[("alltoall", a2a), ("reduce_scatter", rs)],
+                    &[("alltoall", a2a), ("reduce_scatter", rs), ("barrier", bar)],
                     |r, eng, comm| {
                         coll::barrier::barrier(&mut Ctx::new(eng, comm)).unwrap();
                         let b = count * 4;
@@ -423,6 +428,44 @@ fn split_and_dup_interleaved() {
                 };
                 coll::bcast::bcast(&mut Ctx::new(eng, &mut dup), &mut b, 0).unwrap();
                 assert!(b == data(round, 100));
+            }
+        });
+    }
+}
+
+#[test]
+fn slot_areas_are_reclaimed_and_run_out_gracefully() {
+    for n in [2, 3, 4] {
+        world(n, &[], |r, eng, world| {
+            // Freed communicators give their areas back.
+            for round in 0..40 {
+                let mut c = world.dup(eng).unwrap();
+                assert!(c.slots.is_some(), "round {round}: no slot area left");
+                let mut a = vec![0u8; 4 * 3];
+                let mut ctx = Ctx::new(eng, &mut c);
+                coll::allreduce::allreduce(&mut ctx, Some(&data(r + round, 3)), &mut a, &SUM)
+                    .unwrap();
+                assert!(a == fold_ref((0..n).map(|q| data(q + round, 3)), &SUM));
+                let mut b = if r == round % n {
+                    data(round, 50)
+                } else {
+                    vec![0u8; 200]
+                };
+                coll::bcast::bcast(&mut Ctx::new(eng, &mut c), &mut b, round % n).unwrap();
+                assert!(b == data(round, 50));
+                c.release(eng);
+            }
+            // More live communicators than areas: the rest use the rings.
+            let mut comms: Vec<_> = (0..24).map(|_| world.dup(eng).unwrap()).collect();
+            assert!(comms.iter().any(|c| c.slots.is_none()));
+            for round in 0..3 {
+                for (i, c) in comms.iter_mut().enumerate().rev() {
+                    let mut a = vec![0u8; 4 * 5];
+                    let mine = data(r + i + round, 5);
+                    coll::allreduce::allreduce(&mut Ctx::new(eng, c), Some(&mine), &mut a, &SUM)
+                        .unwrap();
+                    assert!(a == fold_ref((0..n).map(|q| data(q + i + round, 5)), &SUM));
+                }
             }
         });
     }

@@ -1,7 +1,8 @@
 //! Allgather(v): every block sent to every rank at once (small), or passed
 //! around a ring (large).
 
-use super::{select, split_blocks, Ctx};
+use super::{select, slots, split_blocks, Ctx};
+use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::{Error, Result};
 
 /// Fills every block of `recv` with that rank's data; `send == None` means
@@ -14,6 +15,10 @@ pub fn allgatherv(
 ) -> Result<()> {
     let r = c.rank();
     let total: usize = blocks.iter().map(|b| b.1).sum();
+    let fits = blocks.iter().all(|b| b.1 <= SLOT_DATA);
+    if select::slots(c, "allgather", fits, total <= slots::READ_LIMIT) {
+        return slots::allgatherv(c, send, recv, blocks);
+    }
     match select::allgather(c, total) {
         select::Allgather::Direct => {
             let mut parts = split_blocks(recv, blocks)?;

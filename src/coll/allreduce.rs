@@ -2,7 +2,8 @@
 //! so every rank computes the same expression), ring reduce-scatter +
 //! allgather for large commutative reductions, or reduce + broadcast.
 
-use super::{allgather, bcast, even_blocks, reduce, reduce_scatter, select, Ctx, Reducer};
+use super::{allgather, bcast, even_blocks, reduce, reduce_scatter, select, slots, Ctx, Reducer};
+use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::Result;
 
 /// Reduces every rank's data into `recv` on all ranks; `send == None` means
@@ -13,6 +14,13 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     }
     if c.size() == 1 || recv.is_empty() {
         return Ok(());
+    }
+    let (fits, cheap) = (
+        recv.len() <= SLOT_DATA,
+        recv.len() * c.size() <= slots::READ_LIMIT,
+    );
+    if select::slots(c, "allreduce", fits, cheap) {
+        return slots::allreduce(c, recv, red);
     }
     match select::allreduce(c, recv.len(), red.extent, red.commutative) {
         select::Allreduce::RecursiveDoubling => recursive_doubling(c, recv, red),

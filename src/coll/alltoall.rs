@@ -1,6 +1,6 @@
 //! All-to-all(v): every message posted at once, or n-1 paired steps.
 
-use super::{select, split_blocks, Ctx};
+use super::{select, slots, split_blocks, Ctx};
 use crate::error::{Error, Result};
 
 /// Sends block `p` of `send` to rank `p` and receives rank `p`'s block into
@@ -12,6 +12,9 @@ pub fn alltoallv(
     recv: &mut [u8],
     rblocks: &[(usize, usize)],
 ) -> Result<()> {
+    if select::slots(c, "alltoall", true, true) {
+        return slots::alltoallv(c, send, sblocks, recv, rblocks);
+    }
     let (n, r) = (c.size(), c.rank());
     let sblock = |p: usize| -> Result<&[u8]> {
         let (o, l) = sblocks[p];

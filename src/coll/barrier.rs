@@ -1,10 +1,14 @@
-//! Barrier: dissemination, ceil(log2 n) rounds of empty messages.
+//! Barrier: flags in the collective slots, or dissemination in
+//! ceil(log2 n) rounds of empty messages.
 
-use super::Ctx;
+use super::{select, slots, Ctx};
 use crate::error::Result;
 
 /// Returns once every rank has entered.
 pub fn barrier(c: &mut Ctx) -> Result<()> {
+    if select::slots(c, "barrier", c.size() > 1, true) {
+        return slots::barrier(c);
+    }
     let (n, r) = (c.size(), c.rank());
     let (mut k, mut step) = (1, 0);
     while k < n {

@@ -1,6 +1,7 @@
 //! Broadcast: binomial tree, or a chain pipelined in pieces for large data.
 
-use super::{select, Ctx};
+use super::{select, slots, Ctx};
+use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::Result;
 
 const PIECE: usize = 128 * 1024;
@@ -9,6 +10,9 @@ const PIECE: usize = 128 * 1024;
 pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     if c.size() == 1 || buf.is_empty() {
         return Ok(());
+    }
+    if select::slots(c, "bcast", buf.len() <= SLOT_DATA, true) {
+        return slots::bcast(c, buf, root);
     }
     match select::bcast(c, buf.len()) {
         select::Bcast::Binomial => binomial(c, buf, root),

@@ -1,7 +1,7 @@
 //! Gather and scatter (and their v-variants): the root posts every
 //! message at once.
 
-use super::{split_blocks, Ctx};
+use super::{select, slots, split_blocks, Ctx};
 use crate::error::{Error, Result};
 
 /// Gathers each rank's `send` into block `r` of `recv` on the root.
@@ -13,6 +13,9 @@ pub fn gatherv(
     blocks: &[(usize, usize)],
     root: usize,
 ) -> Result<()> {
+    if select::slots(c, "gather", true, true) {
+        return slots::gatherv(c, send, recv, blocks, root);
+    }
     let r = c.rank();
     if r != root {
         let s = send.ok_or_else(|| Error::InvalidArg("gather without a send buffer".into()))?;
@@ -48,6 +51,9 @@ pub fn scatterv(
     recv: Option<&mut [u8]>,
     root: usize,
 ) -> Result<()> {
+    if select::slots(c, "scatter", true, true) {
+        return slots::scatterv(c, send, blocks, recv, root);
+    }
     let r = c.rank();
     if r != root {
         let d = recv.ok_or_else(|| Error::InvalidArg("scatter without a receive buffer".into()))?;

@@ -11,6 +11,7 @@ pub mod reduce;
 pub mod reduce_scatter;
 pub mod scan;
 pub mod select;
+pub mod slots;
 
 use crate::comm::engine::Engine;
 use crate::comm::Comm;
@@ -47,7 +48,7 @@ impl Reducer<'_> {
 /// number and step, on the communicator's collective context.
 pub struct Ctx<'a> {
     eng: &'a mut Engine,
-    comm: &'a Comm,
+    comm: &'a mut Comm,
     seq: u32,
     /// Name used in error messages (e.g. `MPI_Allreduce`).
     pub op: &'static str,
@@ -81,6 +82,11 @@ impl<'a> Ctx<'a> {
         self.comm.size()
     }
 
+    /// Whether this call may use the communicator's collective slots.
+    pub fn has_slots(&self) -> bool {
+        self.comm.slots.is_some() && self.eng.segment().is_some()
+    }
+
     /// The algorithm forced by `FERROCOLL_ALGO` for `coll`, if any.
     pub fn forced(&self, coll: &str) -> Option<String> {
         self.eng
@@ -101,7 +107,8 @@ impl<'a> Ctx<'a> {
         sends: &[(usize, &[u8])],
         recvs: &mut [(usize, &mut [u8])],
     ) -> Result<()> {
-        let (ctx, tag, op, comm) = (self.comm.coll_ctx(), self.tag(step), self.op, self.comm);
+        let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
+        let comm: &Comm = self.comm;
         self.eng
             .exchange(ctx, tag, sends, recvs, |r| comm.world_rank(r), op)
     }

@@ -1,7 +1,8 @@
 //! Reduce to a root: binomial tree (rank order kept for non-commutative
 //! ops by reducing to rank 0 first), or ring reduce-scatter + gather.
 
-use super::{even_blocks, gather, reduce_scatter, select, Ctx, Reducer};
+use super::{even_blocks, gather, reduce_scatter, select, slots, Ctx, Reducer};
+use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::{Error, Result};
 
 /// Reduces every rank's `bytes` into `recv` on `root`. `send` is the
@@ -13,6 +14,13 @@ pub fn reduce(
     root: usize,
     red: &Reducer,
 ) -> Result<()> {
+    if c.size() > 1 {
+        let bytes = send.or(recv.as_deref()).map_or(0, <[u8]>::len);
+        let (fits, cheap) = (bytes <= SLOT_DATA, bytes * c.size() <= slots::READ_LIMIT);
+        if select::slots(c, "reduce", fits, cheap) {
+            return slots::reduce(c, send, recv, root, red);
+        }
+    }
     let input = match (send, recv.as_deref()) {
         (Some(s), _) => s.to_vec(),
         (None, Some(r)) => r.to_vec(),

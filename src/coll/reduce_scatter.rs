@@ -1,7 +1,8 @@
 //! Reduce-scatter: a ring for commutative ops, else an ordered reduce to
 //! rank 0 followed by a scatter.
 
-use super::{gather, reduce, select, Ctx, Reducer};
+use super::{gather, reduce, select, slots, Ctx, Reducer};
+use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::Result;
 
 /// Bytes reduced per exchange: the incoming piece stays in cache until it
@@ -68,6 +69,9 @@ pub fn reduce_scatter(
         })
         .collect();
     let total = off;
+    if c.size() > 1 && select::slots(c, "reduce_scatter", total <= SLOT_DATA, true) {
+        return slots::reduce_scatter(c, send, recv, &blocks, total, red);
+    }
     let mut data = match send {
         Some(s) => s[..total].to_vec(),
         None => recv[..total].to_vec(),

@@ -11,11 +11,34 @@
 //! | reduce_scatter | `ring`, `reduce_scatterv` | ring when the op commutes |
 //! | alltoall | `direct`, `pairwise` | direct (all messages posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
+//! | barrier | `dissemination`, `slots` | slots |
+//! | gather, scatter | `direct`, `slots` | slots (a part too large for a slot goes as a message) |
+//!
+//! `slots` (collective slots in shared memory, see `coll::slots`) is also an
+//! algorithm of allreduce, bcast, reduce, allgather, reduce_scatter and
+//! alltoall; it is chosen automatically for small calls: each rank's part
+//! fits a slot (16 KiB) and, where every rank reads every part, all parts
+//! together stay within 64 KiB.
 //!
 //! The thresholds are first guesses for one host; the shared-memory
 //! performance work re-tunes them from measurements.
 
 use super::Ctx;
+
+/// Whether `coll` goes through the communicator's collective slots: forced
+/// with `FERROCOLL_ALGO=coll=slots` (where `fits`), or chosen automatically
+/// when it `fits` and is `cheap`. Every member must decide alike, so both
+/// may only depend on arguments every member knows.
+pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
+    if !fits || !c.has_slots() {
+        return false;
+    }
+    match c.forced(coll).as_deref() {
+        Some("slots") => true,
+        Some(_) => false,
+        None => cheap,
+    }
+}
 
 /// Allreduce algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

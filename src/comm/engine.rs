@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::param::params;
 use crate::transport::frame::{Frame, FRAME_BYTES};
 use crate::transport::shm::segment::pid_alive;
+use crate::transport::shm::slots::AREAS;
 use crate::transport::shm::Segment;
 use crate::transport::Link;
 use std::collections::VecDeque;
@@ -127,6 +128,14 @@ pub struct Engine {
     pub next_ctx_id: u32,
     /// Forced algorithms (collective, algorithm), from `FERROCOLL_ALGO`.
     pub algo: Vec<(String, String)>,
+    /// Collective slot areas of this rank no communicator holds (bit i =
+    /// area i); area 0 belongs to the world.
+    pub areas_free: u64,
+    /// Areas of freed communicators, free again once every member has
+    /// finished reading them: (area, members' world ranks, last call).
+    pub draining: Vec<(usize, Arc<[usize]>, u64)>,
+    /// Highest slot call number this rank has used on any area.
+    pub slot_epoch: u64,
 }
 
 const HDR0: Rx = Rx::Header {
@@ -183,6 +192,9 @@ impl Engine {
             broken: None,
             next_ctx_id: 2,
             algo: params().algo.clone(),
+            areas_free: ((1u64 << AREAS) - 1) & !1,
+            draining: Vec::new(),
+            slot_epoch: 0,
         }
     }
 
@@ -434,7 +446,25 @@ impl Engine {
         done: impl FnMut(&Engine) -> bool,
     ) -> Result<()> {
         self.check()?;
-        let r = self.wait_inner(op, peers, done);
+        let r = self.wait_inner(op, peers, false, done);
+        if let Err(e) = &r {
+            self.poison(e.clone());
+        }
+        r
+    }
+
+    /// Waits, progressing every link, until `done` holds; `peers` are the
+    /// world ranks whose death or silence makes it fail.
+    /// Any death among `peers` fails the wait: what is awaited is not a
+    /// message that may already have arrived.
+    pub fn wait_for(
+        &mut self,
+        op: &'static str,
+        peers: &[usize],
+        done: impl FnMut(&Engine) -> bool,
+    ) -> Result<()> {
+        self.check()?;
+        let r = self.wait_inner(op, peers, true, done);
         if let Err(e) = &r {
             self.poison(e.clone());
         }
@@ -445,6 +475,7 @@ impl Engine {
         &mut self,
         op: &'static str,
         peers: &[usize],
+        strict: bool,
         mut done: impl FnMut(&Engine) -> bool,
     ) -> Result<()> {
         // (start, last health check): read the clock only once spinning ends.
@@ -487,7 +518,7 @@ impl Engine {
             if now.duration_since(*last) >= Duration::from_millis(50) {
                 *last = now;
                 let start = *start;
-                self.check_health(&seg, op, peers, start)?;
+                self.check_health(&seg, op, peers, strict, start)?;
             }
         }
     }
@@ -497,6 +528,7 @@ impl Engine {
         seg: &Segment,
         op: &'static str,
         peers: &[usize],
+        strict: bool,
         start: Instant,
     ) -> Result<()> {
         if let Some((rank, code)) = seg.aborted() {
@@ -506,7 +538,8 @@ impl Engine {
             if !pid_alive(seg.pid_of(p)) {
                 // It may have sent everything before exiting: drain first.
                 self.progress();
-                let still = self.reqs.iter().flatten().any(|r| {
+                let still = strict
+                    || self.reqs.iter().flatten().any(|r| {
                     !r.done
                         && match r.kind {
                             Kind::Send { dst, .. } => dst == p,

@@ -17,6 +17,36 @@ pub struct Comm {
     members: Arc<[usize]>,
     id: u32,
     seq: u32,
+    /// Collective slot state, when the communicator holds a slot area.
+    pub slots: Option<SlotState>,
+}
+
+/// A communicator's use of its slot area (same area index on every member).
+#[derive(Clone, Debug)]
+pub struct SlotState {
+    /// The area index.
+    pub area: usize,
+    /// Number before this communicator's first call: above every number any
+    /// member used before on any area, so stale flags and `done` words left
+    /// by an earlier owner of the area never match.
+    pub base: u64,
+    /// The last call's number (`base` + calls made through the slots).
+    pub calls: u64,
+    /// Whether this rank read every peer's slot in the last call: then every
+    /// peer has finished the call before it, and the slot about to be
+    /// rewritten is no longer read.
+    pub read_all: bool,
+}
+
+impl SlotState {
+    fn new(area: usize, base: u64) -> SlotState {
+        SlotState {
+            area,
+            base,
+            calls: base,
+            read_all: true,
+        }
+    }
 }
 
 impl Comm {
@@ -27,6 +57,7 @@ impl Comm {
             members: (0..eng.size()).collect(),
             id: 0,
             seq: 0,
+            slots: (eng.segment().is_some() && eng.size() > 1).then(|| SlotState::new(0, 0)),
         }
     }
 
@@ -37,6 +68,7 @@ impl Comm {
             members: Arc::from([eng.rank()]),
             id: 1,
             seq: 0,
+            slots: None,
         }
     }
 
@@ -87,37 +119,70 @@ impl Comm {
     }
 
     /// Agrees on a context id unused by every member (MPICH's approach: the
-    /// maximum of each member's next free id).
-    fn agree_ctx_id(&mut self, eng: &mut Engine) -> Result<u32> {
-        let mine = eng.next_ctx_id.to_ne_bytes();
-        let mut out = [0u8; 4];
-        let max = |src: &[u8], dst: &mut [u8]| {
-            let a = u32::from_ne_bytes(src.try_into().expect("4 bytes"));
-            let b = u32::from_ne_bytes((&*dst).try_into().expect("4 bytes"));
-            dst.copy_from_slice(&a.max(b).to_ne_bytes());
+    /// maximum of each member's next free id) and on the slot areas free at
+    /// every member (the AND of their free sets), and on the highest slot
+    /// call number any member has used.
+    fn agree_ctx_id(&mut self, eng: &mut Engine) -> Result<Agreed> {
+        coll::slots::reclaim(eng);
+        let mut mine = [0u8; 20];
+        mine[..4].copy_from_slice(&eng.next_ctx_id.to_ne_bytes());
+        mine[4..12].copy_from_slice(&eng.areas_free.to_ne_bytes());
+        mine[12..].copy_from_slice(&eng.slot_epoch.to_ne_bytes());
+        let mut out = [0u8; 20];
+        let combine = |src: &[u8], dst: &mut [u8]| {
+            let (a, b) = (u32_at(src, 0), u32_at(dst, 0));
+            let (fa, fb) = (u64_at(src, 4), u64_at(dst, 4));
+            let (ea, eb) = (u64_at(src, 12), u64_at(dst, 12));
+            dst[..4].copy_from_slice(&a.max(b).to_ne_bytes());
+            dst[4..12].copy_from_slice(&(fa & fb).to_ne_bytes());
+            dst[12..].copy_from_slice(&ea.max(eb).to_ne_bytes());
         };
         let red = Reducer {
-            extent: 4,
+            extent: 20,
             commutative: true,
-            apply: &max,
+            apply: &combine,
         };
         coll::allreduce::allreduce(&mut Ctx::new(eng, self), Some(&mine), &mut out, &red)?;
-        let id = u32::from_ne_bytes(out);
+        let id = u32_at(&out, 0);
         if id >= u32::MAX / 2 - 1 {
             return Err(Error::Unsupported("more than 2^31 communicators".into()));
         }
         eng.next_ctx_id = id + 1;
-        Ok(id)
+        Ok(Agreed {
+            id,
+            free: u64_at(&out, 4),
+            epoch: u64_at(&out, 12),
+        })
+    }
+
+    /// Slot state for a new communicator of `size` ranks, taking the lowest
+    /// area free at every member of the parent.
+    fn take_area(eng: &mut Engine, a: &Agreed, size: usize) -> Option<SlotState> {
+        if size < 2 || a.free == 0 || eng.segment().is_none() {
+            return None;
+        }
+        let area = a.free.trailing_zeros() as usize;
+        eng.areas_free &= !(1u64 << area);
+        Some(SlotState::new(area, a.epoch))
+    }
+
+    /// Gives the communicator up (`MPI_Comm_free`): its slot area becomes
+    /// free once every member has finished reading it.
+    pub fn release(self, eng: &mut Engine) {
+        if let Some(s) = self.slots {
+            eng.draining.push((s.area, self.members, s.calls));
+        }
     }
 
     /// A new communicator with the same members (`MPI_Comm_dup`).
     pub fn dup(&mut self, eng: &mut Engine) -> Result<Comm> {
-        let id = self.agree_ctx_id(eng)?;
+        let a = self.agree_ctx_id(eng)?;
         Ok(Comm {
             rank: self.rank,
             members: self.members.clone(),
-            id,
+            id: a.id,
             seq: 0,
+            slots: Comm::take_area(eng, &a, self.size()),
         })
     }
 
@@ -138,7 +203,7 @@ impl Comm {
         let mut all = vec![0u8; 16 * n];
         let blocks: Vec<(usize, usize)> = (0..n).map(|r| (16 * r, 16)).collect();
         coll::allgather::allgatherv(&mut Ctx::new(eng, self), Some(&mine), &mut all, &blocks)?;
-        let id = self.agree_ctx_id(eng)?;
+        let a = self.agree_ctx_id(eng)?;
         let Some(color) = color else {
             return Ok(None);
         };
@@ -159,11 +224,28 @@ impl Comm {
             .iter()
             .position(|&(_, r)| r == self.rank)
             .expect("this rank has the colour");
+        let slots = Comm::take_area(eng, &a, members.len());
         Ok(Some(Comm {
             rank,
             members,
-            id,
+            id: a.id,
             seq: 0,
+            slots,
         }))
     }
+}
+
+/// What the members of a parent agree on when making a communicator.
+struct Agreed {
+    id: u32,
+    free: u64,
+    epoch: u64,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }

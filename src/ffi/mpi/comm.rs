@@ -145,7 +145,9 @@ pub extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
                 "cannot free MPI_COMM_WORLD or MPI_COMM_SELF",
             ));
         }
-        rt.comms.remove(&h);
+        if let Some(entry) = rt.comms.remove(&h) {
+            entry.comm.release(&mut rt.eng);
+        }
         ptr::put(comm, MPI_COMM_NULL, "comm")
     })
 }

@@ -52,6 +52,15 @@ impl Doorbell {
         }
     }
 
+    /// `ring` for a caller that has already issued a SeqCst fence after
+    /// publishing (ringing several doorbells at once).
+    pub fn ring_fenced(&self) {
+        if self.waiters.load(Relaxed) > 0 {
+            self.seq.fetch_add(1, SeqCst);
+            wake_all(&self.seq);
+        }
+    }
+
     /// Owner: registers as a sleeper. Re-check for work after this, then
     /// either `sleep` or `cancel`.
     pub fn prepare(&self) -> u32 {

@@ -1,11 +1,13 @@
 //! The job's shared-memory segment: a header (attach count, pids, abort
-//! flag), one doorbell per rank and one ring per ordered pair of ranks.
+//! flag), one doorbell per rank, each rank's collective slot areas and one
+//! ring per ordered pair of ranks.
 //!
 //! Rank 0 creates `/dev/shm/ferrocoll-<job>` (mode 0600), the others open it;
 //! the last rank to map it unlinks it, so a crash leaves nothing behind.
 
 use super::futex::Doorbell;
 use super::ring::{Ring, CTRL_BYTES};
+use super::slots::{Area, AREAS, AREA_BYTES};
 use crate::error::{Error, Result};
 use memmap2::MmapRaw;
 use std::fs::{File, OpenOptions};
@@ -46,11 +48,25 @@ unsafe impl Sync for Segment {}
 // SAFETY: as above; the mapping itself may move between threads.
 unsafe impl Send for Segment {}
 
-fn layout(nranks: usize, ring_bytes: usize) -> (usize, usize, usize) {
+/// Offsets of the parts of a segment.
+struct Layout {
+    bells: usize,
+    slots: usize,
+    rings: usize,
+    total: usize,
+}
+
+fn layout(nranks: usize, ring_bytes: usize) -> Layout {
     let bells = HEADER_BYTES;
-    let rings = (bells + nranks * 64).div_ceil(4096) * 4096;
+    let slots = (bells + nranks * 64).div_ceil(4096) * 4096;
+    let rings = (slots + nranks * AREAS * AREA_BYTES).div_ceil(4096) * 4096;
     let total = rings + nranks * nranks * (CTRL_BYTES + ring_bytes);
-    (bells, rings, total)
+    Layout {
+        bells,
+        slots,
+        rings,
+        total,
+    }
 }
 
 /// Ring size for a job: the requested size, shrunk so all rings fit the budget.
@@ -69,7 +85,7 @@ impl Segment {
     /// (thread-per-rank tests). Nothing is left in the file system.
     pub fn anonymous(nranks: usize, ring_bytes: usize) -> Result<Segment> {
         let ring_bytes = ring_bytes_for(nranks, ring_bytes);
-        let (_, _, total) = layout(nranks, ring_bytes);
+        let total = layout(nranks, ring_bytes).total;
         let map = memmap2::MmapOptions::new()
             .len(total)
             .map_anon()
@@ -99,7 +115,7 @@ impl Segment {
             )));
         }
         let ring_bytes = ring_bytes_for(nranks, ring_bytes);
-        let (_, _, total) = layout(nranks, ring_bytes);
+        let total = layout(nranks, ring_bytes).total;
         let file = if rank == 0 {
             let f = OpenOptions::new()
                 .read(true)
@@ -203,16 +219,26 @@ impl Segment {
     /// The doorbell of `rank`.
     pub fn doorbell(&self, rank: usize) -> &Doorbell {
         assert!(rank < self.nranks);
-        let (bells, _, _) = layout(self.nranks, self.ring_bytes);
+        let bells = layout(self.nranks, self.ring_bytes).bells;
         // SAFETY: doorbells are 64-byte aligned slots inside the mapping, made
         // only of atomics.
         unsafe { &*(self.base().add(bells + 64 * rank) as *const Doorbell) }
     }
 
+    /// Collective slot area `area` of `rank`.
+    pub fn area(&self, rank: usize, area: usize) -> Area {
+        assert!(rank < self.nranks && area < AREAS);
+        let slots = layout(self.nranks, self.ring_bytes).slots;
+        // SAFETY: the area lies inside the mapping (see `layout`), is 64-byte
+        // aligned (AREA_BYTES is a multiple of 64), zero-initialised, and
+        // lives as long as the mapping.
+        unsafe { Area::from_raw(self.base().add(slots + (rank * AREAS + area) * AREA_BYTES)) }
+    }
+
     /// The ring carrying bytes from `src` to `dst`.
     pub fn ring(&self, src: usize, dst: usize) -> Ring {
         assert!(src < self.nranks && dst < self.nranks);
-        let (_, rings, _) = layout(self.nranks, self.ring_bytes);
+        let rings = layout(self.nranks, self.ring_bytes).rings;
         let off = rings + (dst * self.nranks + src) * (CTRL_BYTES + self.ring_bytes);
         // SAFETY: the offset lies inside the mapping (see `layout`), the ring
         // memory is zero-initialised by ftruncate/anonymous mapping, and only

@@ -1,0 +1,513 @@
+//! Small collectives through the communicator's slot area: each rank
+//! writes its part once into its own slot and raises the slot's flag; the
+//! others read it in place. No message, no copy through a ring.
+//!
+//! Protocol, per call number `f` (counted per communicator, equal on every
+//! member): the slot used is `f % 2`; its flag is `f << 1 | big`. A writer
+//! may reuse a slot only when every reader of that slot's previous call
+//! (`f - 2`) has finished, which each rank announces by storing `f` in its
+//! `done` word. If this rank read every peer's slot in call `f - 1`, every
+//! peer had already finished `f - 2` before writing those, so no check is
+//! needed. Call numbers only grow, also across the communicators that
+//! use an area in turn (see `SlotState::base`), so nothing is ever reset.
+//! `big` says the part did not fit and travels as a message instead
+//! (only where the receiver cannot know the size in advance).
+
+use super::{split_blocks, Ctx, Reducer};
+use crate::error::{Error, Result};
+use crate::transport::shm::slots::{Area, SLOT_DATA};
+use crate::transport::shm::Segment;
+use std::sync::atomic::{fence, Ordering::Acquire, Ordering::Release, Ordering::SeqCst};
+use std::sync::Arc;
+
+/// Most bytes one rank reads from all slots together in an automatically
+/// chosen call; above it the bandwidth algorithms win.
+pub const READ_LIMIT: usize = 64 * 1024;
+
+/// One call's view of the slots.
+struct Call {
+    seg: Arc<Segment>,
+    area: usize,
+    f: u64,
+    /// Whether readers of this slot's previous call must be waited for.
+    check: bool,
+}
+
+impl Call {
+    fn parity(&self) -> usize {
+        (self.f & 1) as usize
+    }
+
+    fn area(&self, c: &Ctx, p: usize) -> Area {
+        self.seg.area(c.comm.world_rank(p), self.area)
+    }
+}
+
+/// Starts a call; every member must then finish it through the slots.
+fn begin(c: &mut Ctx) -> Result<Call> {
+    let seg = c
+        .eng
+        .segment()
+        .cloned()
+        .ok_or_else(|| Error::Unsupported("collective slots without a shared segment".into()))?;
+    let s = c
+        .comm
+        .slots
+        .as_mut()
+        .ok_or_else(|| Error::Unsupported("collective slots on a communicator without a slot area".into()))?;
+    s.calls += 1;
+    let call = Call {
+        seg,
+        area: s.area,
+        f: s.calls,
+        check: !s.read_all && s.calls > s.base + 2,
+    };
+    c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
+    Ok(call)
+}
+
+/// Wakes peers that may be asleep waiting for this rank's flag or `done`.
+fn ring_peers(c: &Ctx, call: &Call) {
+    fence(SeqCst);
+    for p in (0..c.size()).filter(|&p| p != c.rank()) {
+        call.seg.doorbell(c.comm.world_rank(p)).ring_fenced();
+    }
+}
+
+/// Writes `len` bytes through `fill` into this rank's slot and raises its
+/// flag (`big`: nothing written, the part follows as a message).
+fn publish(
+    c: &mut Ctx,
+    call: &Call,
+    len: usize,
+    big: bool,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<()> {
+    if call.check {
+        let need = call.f - 2;
+        let peers: Vec<usize> = (0..c.size())
+            .filter(|&p| p != c.rank())
+            .map(|p| c.comm.world_rank(p))
+            .collect();
+        let areas: Vec<Area> = peers
+            .iter()
+            .map(|&w| call.seg.area(w, call.area))
+            .collect();
+        let ready = |_: &_| areas.iter().all(|a| a.done().load(Acquire) >= need);
+        c.eng.wait_for(c.op, &peers, ready)?;
+    }
+    let mine = call.area(c, c.rank());
+    if len > 0 {
+        // SAFETY: this rank owns the slot, and every reader of its previous
+        // call has finished (checked above or implied by `prev_read_all`).
+        fill(unsafe { mine.data_mut(call.parity(), len) })?;
+    }
+    mine.flag(call.parity())
+        .store(call.f << 1 | u64::from(big), Release);
+    ring_peers(c, call);
+    Ok(())
+}
+
+/// Waits for rank `p`'s part of this call; returns whether it is `big`.
+fn wait_flag(c: &mut Ctx, call: &Call, p: usize) -> Result<bool> {
+    let a = call.area(c, p);
+    let flag = a.flag(call.parity());
+    let ready = |_: &_| flag.load(Acquire) >> 1 == call.f;
+    if !ready(&()) {
+        let w = c.comm.world_rank(p);
+        c.eng.wait_for(c.op, &[w], |_| ready(&()))?;
+    }
+    Ok(flag.load(Acquire) & 1 != 0)
+}
+
+/// Waits for every peer's part.
+fn wait_all(c: &mut Ctx, call: &Call) -> Result<()> {
+    let me = c.rank();
+    for p in (0..c.size()).filter(|&p| p != me) {
+        wait_flag(c, call, p)?;
+    }
+    Ok(())
+}
+
+/// `len` bytes of rank `p`'s slot, at `off`.
+fn part<'s>(c: &Ctx, call: &'s Call, p: usize, off: usize, len: usize) -> &'s [u8] {
+    let a = call.area(c, p);
+    // SAFETY: the caller saw `p`'s flag for this call, and `p` rewrites the
+    // slot only after this rank reports `done` for it (in `finish`). The
+    // slice borrows `call`, which `finish` consumes.
+    unsafe { &a.data(call.parity(), off + len)[off..] }
+}
+
+/// Reports the call finished; `read_all`: this rank read every peer's slot.
+fn finish(c: &mut Ctx, call: Call, read_all: bool) {
+    call.area(c, c.rank()).done().store(call.f, Release);
+    if let Some(s) = c.comm.slots.as_mut() {
+        s.read_all = read_all;
+    }
+    ring_peers(c, &call);
+}
+
+/// Folds every rank's `[off, off + len)` in rank order into `out`:
+/// `out = d0 op (d1 op (... op d(n-1)))`.
+fn fold_all(c: &Ctx, call: &Call, off: usize, out: &mut [u8], red: &Reducer) {
+    let n = c.size();
+    out.copy_from_slice(part(c, call, n - 1, off, out.len()));
+    for p in (0..n - 1).rev() {
+        red.fold_left(part(c, call, p, off, out.len()), out);
+    }
+}
+
+/// Every rank waits for every other.
+pub fn barrier(c: &mut Ctx) -> Result<()> {
+    let call = begin(c)?;
+    publish(c, &call, 0, false, |_| Ok(()))?;
+    wait_all(c, &call)?;
+    finish(c, call, true);
+    Ok(())
+}
+
+/// The root's `buf` to everyone (`buf.len() <= SLOT_DATA`).
+pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
+    let call = begin(c)?;
+    if c.rank() == root {
+        publish(c, &call, buf.len(), false, |d| {
+            d.copy_from_slice(buf);
+            Ok(())
+        })?;
+    } else {
+        wait_flag(c, &call, root)?;
+        buf.copy_from_slice(part(c, &call, root, 0, buf.len()));
+    }
+    finish(c, call, false);
+    Ok(())
+}
+
+/// Reduces every rank's `send` (same length, `<= SLOT_DATA`) into `out` on
+/// the root; on the root `send == None` means in place (input in `out`).
+pub fn reduce(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    mut out: Option<&mut [u8]>,
+    root: usize,
+    red: &Reducer,
+) -> Result<()> {
+    let input = send
+        .or(out.as_deref())
+        .ok_or_else(|| Error::InvalidArg("reduce without a buffer".into()))?;
+    let len = input.len();
+    let call = begin(c)?;
+    publish(c, &call, len, false, |d| {
+        d.copy_from_slice(input);
+        Ok(())
+    })?;
+    if c.rank() != root {
+        finish(c, call, false);
+        return Ok(());
+    }
+    wait_all(c, &call)?;
+    if let Some(out) = out.as_deref_mut() {
+        if out.len() != len {
+            finish(c, call, true);
+            return Err(mismatch(root, len, out.len()));
+        }
+        fold_all(c, &call, 0, out, red);
+    }
+    finish(c, call, true);
+    Ok(())
+}
+
+/// Allreduce of `buf` (input and output, `<= SLOT_DATA` bytes).
+pub fn allreduce(c: &mut Ctx, buf: &mut [u8], red: &Reducer) -> Result<()> {
+    let call = begin(c)?;
+    publish(c, &call, buf.len(), false, |d| {
+        d.copy_from_slice(buf);
+        Ok(())
+    })?;
+    wait_all(c, &call)?;
+    fold_all(c, &call, 0, buf, red);
+    finish(c, call, true);
+    Ok(())
+}
+
+/// Reduce-scatter: every rank gives the whole vector of `total <=
+/// SLOT_DATA` bytes in `send` (or, in place, in `out`), and rank `r` gets
+/// block `blocks[r]` reduced into the start of `out`.
+pub fn reduce_scatter(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    out: &mut [u8],
+    blocks: &[(usize, usize)],
+    total: usize,
+    red: &Reducer,
+) -> Result<()> {
+    let call = begin(c)?;
+    let data = send.unwrap_or(out);
+    publish(c, &call, total, false, |d| {
+        d.copy_from_slice(&data[..total]);
+        Ok(())
+    })?;
+    wait_all(c, &call)?;
+    let (o, l) = blocks[c.rank()];
+    fold_all(c, &call, o, &mut out[..l], red);
+    finish(c, call, true);
+    Ok(())
+}
+
+/// Allgather(v): each rank's block `blocks[r]` of `recv` (or `send`) to all.
+pub fn allgatherv(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    blocks: &[(usize, usize)],
+) -> Result<()> {
+    let mut parts = split_blocks(recv, blocks)?;
+    let me = c.rank();
+    if let Some(s) = send {
+        if s.len() != parts[me].len() {
+            return Err(Error::InvalidArg(format!(
+                "{} bytes sent into a {}-byte block",
+                s.len(),
+                parts[me].len()
+            )));
+        }
+        parts[me].copy_from_slice(s);
+    }
+    let call = begin(c)?;
+    let own: &[u8] = &parts[me];
+    publish(c, &call, own.len(), false, |d| {
+        d.copy_from_slice(own);
+        Ok(())
+    })?;
+    for p in (0..c.size()).filter(|&p| p != me) {
+        wait_flag(c, &call, p)?;
+        let len = parts[p].len();
+        parts[p].copy_from_slice(part(c, &call, p, 0, len));
+    }
+    finish(c, call, true);
+    Ok(())
+}
+
+fn put_u64(d: &mut [u8], at: usize, v: usize) {
+    d[at..at + 8].copy_from_slice(&(v as u64).to_ne_bytes());
+}
+
+fn get_u64(s: &[u8], at: usize) -> usize {
+    u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes")) as usize
+}
+
+fn mismatch(p: usize, got: usize, want: usize) -> Error {
+    Error::InvalidArg(format!(
+        "rank {p} sent {got} bytes for a {want}-byte block (mismatched counts)"
+    ))
+}
+
+/// Gather(v) to the root; a part too large for a slot goes as a message.
+pub fn gatherv(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    blocks: &[(usize, usize)],
+    root: usize,
+) -> Result<()> {
+    let me = c.rank();
+    if me != root {
+        let s = send.ok_or_else(|| Error::InvalidArg("gather without a send buffer".into()))?;
+        let call = begin(c)?;
+        let big = 8 + s.len() > SLOT_DATA;
+        if big {
+            publish(c, &call, 0, true, |_| Ok(()))?;
+            c.send(0, root, s)?;
+        } else {
+            publish(c, &call, 8 + s.len(), false, |d| {
+                put_u64(d, 0, s.len());
+                d[8..].copy_from_slice(s);
+                Ok(())
+            })?;
+        }
+        finish(c, call, false);
+        return Ok(());
+    }
+    let recv =
+        recv.ok_or_else(|| Error::InvalidArg("gather root without a receive buffer".into()))?;
+    let mut parts = split_blocks(recv, blocks)?;
+    if let Some(s) = send {
+        if s.len() != parts[root].len() {
+            return Err(mismatch(root, s.len(), parts[root].len()));
+        }
+        parts[root].copy_from_slice(s);
+    }
+    let call = begin(c)?;
+    let mut msgs: Vec<(usize, &mut [u8])> = Vec::new();
+    for (p, dst) in parts.into_iter().enumerate() {
+        if p == root {
+            continue;
+        }
+        if wait_flag(c, &call, p)? {
+            msgs.push((p, dst));
+            continue;
+        }
+        let len = get_u64(part(c, &call, p, 0, 8), 0);
+        if len != dst.len() {
+            finish(c, call, true);
+            return Err(mismatch(p, len, dst.len()));
+        }
+        dst.copy_from_slice(part(c, &call, p, 8, len));
+    }
+    finish(c, call, true);
+    if !msgs.is_empty() {
+        c.xfer(0, &[], &mut msgs)?;
+    }
+    Ok(())
+}
+
+/// Scatter(v) from the root: a table of (offset, length) per rank, then the
+/// blocks; all as messages if they do not fit.
+pub fn scatterv(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    blocks: &[(usize, usize)],
+    recv: Option<&mut [u8]>,
+    root: usize,
+) -> Result<()> {
+    let (n, me) = (c.size(), c.rank());
+    if me != root {
+        let d = recv.ok_or_else(|| Error::InvalidArg("scatter without a receive buffer".into()))?;
+        let call = begin(c)?;
+        if wait_flag(c, &call, root)? {
+            finish(c, call, false);
+            return c.recv(0, root, d);
+        }
+        let entry = part(c, &call, root, 16 * me, 16);
+        let (off, len) = (get_u64(entry, 0), get_u64(entry, 8));
+        let res = if len == d.len() {
+            d.copy_from_slice(part(c, &call, root, off, len));
+            Ok(())
+        } else {
+            Err(mismatch(root, len, d.len()))
+        };
+        finish(c, call, false);
+        return res;
+    }
+    let send =
+        send.ok_or_else(|| Error::InvalidArg("scatter root without a send buffer".into()))?;
+    let block = |p: usize| -> Result<&[u8]> {
+        let (o, l) = blocks[p];
+        send.get(o..o + l)
+            .ok_or_else(|| Error::InvalidArg(format!("block {p} lies outside the send buffer")))
+    };
+    if let Some(d) = recv {
+        let own = block(root)?;
+        if own.len() != d.len() {
+            return Err(mismatch(root, own.len(), d.len()));
+        }
+        d.copy_from_slice(own);
+    }
+    let total = 16 * n + blocks.iter().map(|b| b.1).sum::<usize>();
+    let parts = (0..n).map(block).collect::<Result<Vec<_>>>()?;
+    let call = begin(c)?;
+    if total > SLOT_DATA {
+        publish(c, &call, 0, true, |_| Ok(()))?;
+        let sends: Vec<(usize, &[u8])> = (0..n)
+            .filter(|&p| p != root)
+            .map(|p| (p, parts[p]))
+            .collect();
+        finish(c, call, false);
+        return c.xfer(0, &sends, &mut []);
+    }
+    publish(c, &call, total, false, |d| {
+        let mut off = 16 * n;
+        for (p, b) in parts.iter().enumerate() {
+            put_u64(d, 16 * p, off);
+            put_u64(d, 16 * p + 8, b.len());
+            d[off..off + b.len()].copy_from_slice(b);
+            off += b.len();
+        }
+        Ok(())
+    })?;
+    finish(c, call, false);
+    Ok(())
+}
+
+/// All-to-all(v): each rank's slot holds a table of (offset, length) per
+/// destination, then the blocks; a rank whose blocks do not fit sends them
+/// as messages.
+pub fn alltoallv(
+    c: &mut Ctx,
+    send: &[u8],
+    sblocks: &[(usize, usize)],
+    recv: &mut [u8],
+    rblocks: &[(usize, usize)],
+) -> Result<()> {
+    let (n, me) = (c.size(), c.rank());
+    let sblock = |p: usize| -> Result<&[u8]> {
+        let (o, l) = sblocks[p];
+        send.get(o..o + l)
+            .ok_or_else(|| Error::InvalidArg(format!("send block {p} lies outside the buffer")))
+    };
+    let outs = (0..n).map(sblock).collect::<Result<Vec<_>>>()?;
+    let mut parts = split_blocks(recv, rblocks)?;
+    if outs[me].len() != parts[me].len() {
+        return Err(mismatch(me, outs[me].len(), parts[me].len()));
+    }
+    parts[me].copy_from_slice(outs[me]);
+    let total = 16 * n + outs.iter().map(|b| b.len()).sum::<usize>();
+    let big = total > SLOT_DATA;
+    let call = begin(c)?;
+    publish(c, &call, if big { 0 } else { total }, big, |d| {
+        let mut off = 16 * n;
+        for (p, b) in outs.iter().enumerate() {
+            put_u64(d, 16 * p, off);
+            put_u64(d, 16 * p + 8, b.len());
+            d[off..off + b.len()].copy_from_slice(b);
+            off += b.len();
+        }
+        Ok(())
+    })?;
+    let mut msgs: Vec<(usize, &mut [u8])> = Vec::new();
+    let mut bad = None;
+    for (p, dst) in parts.into_iter().enumerate() {
+        if p == me {
+            continue;
+        }
+        if wait_flag(c, &call, p)? {
+            msgs.push((p, dst));
+            continue;
+        }
+        let entry = part(c, &call, p, 16 * me, 16);
+        let (off, len) = (get_u64(entry, 0), get_u64(entry, 8));
+        if len == dst.len() {
+            dst.copy_from_slice(part(c, &call, p, off, len));
+        } else {
+            bad.get_or_insert(mismatch(p, len, dst.len()));
+        }
+    }
+    finish(c, call, true);
+    let sends: Vec<(usize, &[u8])> = if big {
+        (0..n).filter(|&p| p != me).map(|p| (p, outs[p])).collect()
+    } else {
+        Vec::new()
+    };
+    if !sends.is_empty() || !msgs.is_empty() {
+        c.xfer(0, &sends, &mut msgs)?;
+    }
+    bad.map_or(Ok(()), Err)
+}
+
+/// Frees the areas of released communicators that every member has
+/// finished reading (called before agreeing on a new communicator).
+pub fn reclaim(eng: &mut crate::comm::engine::Engine) {
+    let Some(seg) = eng.segment().cloned() else {
+        return;
+    };
+    let mut freed = 0u64;
+    eng.draining.retain(|(area, members, last)| {
+        let finished = members
+            .iter()
+            .all(|&w| seg.area(w, *area).done().load(Acquire) >= *last);
+        if finished {
+            freed |= 1 << area;
+        }
+        !finished
+    });
+    eng.areas_free |= freed;
+}

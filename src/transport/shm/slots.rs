@@ -1,0 +1,77 @@
+//! Collective slots: per rank, a few areas (one per communicator that uses
+//! them), each with two alternating slots that the rank writes and its
+//! peers read in place, plus a counter of the calls it has finished reading.
+//!
+//! A small collective then costs one write and one flag per rank instead
+//! of a message per pair through the rings. The protocol lives in
+//! `coll::slots`; this module only lays the memory out.
+
+use std::sync::atomic::AtomicU64;
+
+/// Areas per rank: at most this many multi-rank communicators that share a
+/// rank use slots at the same time; further ones use the rings.
+pub const AREAS: usize = 16;
+/// Bytes one slot carries (one rank's contribution to one call).
+pub const SLOT_DATA: usize = 16 * 1024;
+/// Data starts right after the flag, so a small contribution shares the
+/// flag's cache line.
+const DATA_OFFSET: usize = 8;
+const SLOT_BYTES: usize = 64 + SLOT_DATA;
+/// The `done` line, then two slots.
+pub const AREA_BYTES: usize = 64 + 2 * SLOT_BYTES;
+
+/// One rank's area for one communicator.
+#[derive(Clone, Copy)]
+pub struct Area {
+    base: *mut u8,
+}
+
+impl Area {
+    /// # Safety
+    /// `base` must point to `AREA_BYTES` of zero-initialised shared memory,
+    /// 64-byte aligned, that outlives every use of the area.
+    pub unsafe fn from_raw(base: *mut u8) -> Area {
+        Area { base }
+    }
+
+    /// The last call (communicator slot sequence) whose peers' slots this
+    /// rank has finished reading.
+    pub fn done(&self) -> &AtomicU64 {
+        // SAFETY: the first 8 bytes of the area are an aligned u64 only
+        // accessed atomically (see `from_raw`).
+        unsafe { &*(self.base as *const AtomicU64) }
+    }
+
+    fn slot(&self, parity: usize) -> *mut u8 {
+        // SAFETY: parity is 0 or 1, so the slot lies inside the area.
+        unsafe { self.base.add(64 + (parity & 1) * SLOT_BYTES) }
+    }
+
+    /// The flag of slot `parity`: which call its data belongs to.
+    pub fn flag(&self, parity: usize) -> &AtomicU64 {
+        // SAFETY: each slot starts with an aligned u64 used only atomically.
+        unsafe { &*(self.slot(parity) as *const AtomicU64) }
+    }
+
+    /// The data of slot `parity`, for reading.
+    ///
+    /// # Safety
+    /// The owner must not write the slot while the slice lives (the caller
+    /// saw the flag of the call it reads and has not yet reported `done`),
+    /// and the slice must not outlive the mapping; the caller picks `'a`.
+    pub unsafe fn data<'a>(&self, parity: usize, len: usize) -> &'a [u8] {
+        assert!(len <= SLOT_DATA);
+        std::slice::from_raw_parts(self.slot(parity).add(DATA_OFFSET), len)
+    }
+
+    /// The data of slot `parity`, for the owner to fill.
+    ///
+    /// # Safety
+    /// Only the owning rank may call this, and only once every reader of
+    /// this slot's previous call has reported `done`.
+    #[allow(clippy::mut_from_ref)] // the memory is shared, not owned by `self`
+    pub unsafe fn data_mut(&self, parity: usize, len: usize) -> &mut [u8] {
+        assert!(len <= SLOT_DATA);
+        std::slice::from_raw_parts_mut(self.slot(parity).add(DATA_OFFSET), len)
+    }
+}
