@@ -106,7 +106,13 @@ fn sum_ref(n: usize, count: usize) -> Vec<u8> {
 
 #[test]
 fn allreduce_all_algorithms() {
-    for algo in ["recursive_doubling", "ring", "reduce_bcast", "slots", "auto"] {
+    for algo in [
+        "recursive_doubling",
+        "ring",
+        "reduce_bcast",
+        "slots",
+        "auto",
+    ] {
         for n in RANKS {
             for count in counts(n, true) {
                 let want = sum_ref(n, count);

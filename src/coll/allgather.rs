@@ -2,8 +2,8 @@
 //! around a ring (large).
 
 use super::{select, slots, split_blocks, Ctx};
-use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::{Error, Result};
+use crate::transport::shm::slots::SLOT_DATA;
 
 /// Fills every block of `recv` with that rank's data; `send == None` means
 /// this rank's block is already in place.

@@ -3,8 +3,8 @@
 //! allgather for large commutative reductions, or reduce + broadcast.
 
 use super::{allgather, bcast, even_blocks, reduce, reduce_scatter, select, slots, Ctx, Reducer};
-use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::Result;
+use crate::transport::shm::slots::SLOT_DATA;
 
 /// Reduces every rank's data into `recv` on all ranks; `send == None` means
 /// in place (input in `recv`).

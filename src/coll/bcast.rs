@@ -1,8 +1,8 @@
 //! Broadcast: binomial tree, or a chain pipelined in pieces for large data.
 
 use super::{select, slots, Ctx};
-use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::Result;
+use crate::transport::shm::slots::SLOT_DATA;
 
 const PIECE: usize = 128 * 1024;
 

@@ -2,8 +2,8 @@
 //! ops by reducing to rank 0 first), or ring reduce-scatter + gather.
 
 use super::{even_blocks, gather, reduce_scatter, select, slots, Ctx, Reducer};
-use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::{Error, Result};
+use crate::transport::shm::slots::SLOT_DATA;
 
 /// Reduces every rank's `bytes` into `recv` on `root`. `send` is the
 /// contribution; on the root `send == None` means in place (input in `recv`).

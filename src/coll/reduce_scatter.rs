@@ -2,8 +2,8 @@
 //! rank 0 followed by a scatter.
 
 use super::{gather, reduce, select, slots, Ctx, Reducer};
-use crate::transport::shm::slots::SLOT_DATA;
 use crate::error::Result;
+use crate::transport::shm::slots::SLOT_DATA;
 
 /// Bytes reduced per exchange: the incoming piece stays in cache until it
 /// is folded in.

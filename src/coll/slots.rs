@@ -3,19 +3,19 @@
 //! others read it in place. No message, no copy through a ring.
 //!
 //! Protocol, per call number `f` (counted per communicator, equal on every
-//! member): the slot used is `f % 2`; its flag is `f << 1 | big`. A writer
-//! may reuse a slot only when every reader of that slot's previous call
-//! (`f - 2`) has finished, which each rank announces by storing `f` in its
-//! `done` word. If this rank read every peer's slot in call `f - 1`, every
-//! peer had already finished `f - 2` before writing those, so no check is
-//! needed. Call numbers only grow, also across the communicators that
+//! member): the slot used is `f % DEPTH`; its flag is `f << 1 | big`. A
+//! writer may reuse a slot only when every reader of that slot's previous
+//! call (`f - DEPTH`) has finished, which each rank announces by storing
+//! `f` in its `done` word. If this rank read every peer's slot in call
+//! `f - 1`, every peer had already finished `f - 2` before writing those,
+//! so no check is needed. Call numbers only grow, also across the communicators that
 //! use an area in turn (see `SlotState::base`), so nothing is ever reset.
 //! `big` says the part did not fit and travels as a message instead
 //! (only where the receiver cannot know the size in advance).
 
 use super::{split_blocks, Ctx, Reducer};
 use crate::error::{Error, Result};
-use crate::transport::shm::slots::{Area, SLOT_DATA};
+use crate::transport::shm::slots::{Area, DEPTH, SLOT_DATA};
 use crate::transport::shm::Segment;
 use std::sync::atomic::{fence, Ordering::Acquire, Ordering::Release, Ordering::SeqCst};
 use std::sync::Arc;
@@ -34,8 +34,8 @@ struct Call {
 }
 
 impl Call {
-    fn parity(&self) -> usize {
-        (self.f & 1) as usize
+    fn index(&self) -> usize {
+        (self.f % DEPTH as u64) as usize
     }
 
     fn area(&self, c: &Ctx, p: usize) -> Area {
@@ -45,22 +45,19 @@ impl Call {
 
 /// Starts a call; every member must then finish it through the slots.
 fn begin(c: &mut Ctx) -> Result<Call> {
-    let seg = c
-        .eng
-        .segment()
-        .cloned()
-        .ok_or_else(|| Error::Unsupported("collective slots without a shared segment".into()))?;
-    let s = c
-        .comm
-        .slots
-        .as_mut()
-        .ok_or_else(|| Error::Unsupported("collective slots on a communicator without a slot area".into()))?;
+    let seg =
+        c.eng.segment().cloned().ok_or_else(|| {
+            Error::Unsupported("collective slots without a shared segment".into())
+        })?;
+    let s = c.comm.slots.as_mut().ok_or_else(|| {
+        Error::Unsupported("collective slots on a communicator without a slot area".into())
+    })?;
     s.calls += 1;
     let call = Call {
         seg,
         area: s.area,
         f: s.calls,
-        check: !s.read_all && s.calls > s.base + 2,
+        check: !s.read_all && s.calls > s.base + DEPTH as u64,
     };
     c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
     Ok(call)
@@ -84,15 +81,12 @@ fn publish(
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
     if call.check {
-        let need = call.f - 2;
+        let need = call.f - DEPTH as u64;
         let peers: Vec<usize> = (0..c.size())
             .filter(|&p| p != c.rank())
             .map(|p| c.comm.world_rank(p))
             .collect();
-        let areas: Vec<Area> = peers
-            .iter()
-            .map(|&w| call.seg.area(w, call.area))
-            .collect();
+        let areas: Vec<Area> = peers.iter().map(|&w| call.seg.area(w, call.area)).collect();
         let ready = |_: &_| areas.iter().all(|a| a.done().load(Acquire) >= need);
         c.eng.wait_for(c.op, &peers, ready)?;
     }
@@ -100,9 +94,9 @@ fn publish(
     if len > 0 {
         // SAFETY: this rank owns the slot, and every reader of its previous
         // call has finished (checked above or implied by `prev_read_all`).
-        fill(unsafe { mine.data_mut(call.parity(), len) })?;
+        fill(unsafe { mine.data_mut(call.index(), len) })?;
     }
-    mine.flag(call.parity())
+    mine.flag(call.index())
         .store(call.f << 1 | u64::from(big), Release);
     ring_peers(c, call);
     Ok(())
@@ -111,7 +105,7 @@ fn publish(
 /// Waits for rank `p`'s part of this call; returns whether it is `big`.
 fn wait_flag(c: &mut Ctx, call: &Call, p: usize) -> Result<bool> {
     let a = call.area(c, p);
-    let flag = a.flag(call.parity());
+    let flag = a.flag(call.index());
     let ready = |_: &_| flag.load(Acquire) >> 1 == call.f;
     if !ready(&()) {
         let w = c.comm.world_rank(p);
@@ -135,7 +129,7 @@ fn part<'s>(c: &Ctx, call: &'s Call, p: usize, off: usize, len: usize) -> &'s [u
     // SAFETY: the caller saw `p`'s flag for this call, and `p` rewrites the
     // slot only after this rank reports `done` for it (in `finish`). The
     // slice borrows `call`, which `finish` consumes.
-    unsafe { &a.data(call.parity(), off + len)[off..] }
+    unsafe { &a.data(call.index(), off + len)[off..] }
 }
 
 /// Reports the call finished; `read_all`: this rank read every peer's slot.
@@ -187,7 +181,7 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
 pub fn reduce(
     c: &mut Ctx,
     send: Option<&[u8]>,
-    mut out: Option<&mut [u8]>,
+    out: Option<&mut [u8]>,
     root: usize,
     red: &Reducer,
 ) -> Result<()> {
@@ -205,7 +199,7 @@ pub fn reduce(
         return Ok(());
     }
     wait_all(c, &call)?;
-    if let Some(out) = out.as_deref_mut() {
+    if let Some(out) = out {
         if out.len() != len {
             finish(c, call, true);
             return Err(mismatch(root, len, out.len()));
@@ -273,7 +267,7 @@ pub fn allgatherv(
         parts[me].copy_from_slice(s);
     }
     let call = begin(c)?;
-    let own: &[u8] = &parts[me];
+    let own: &[u8] = parts[me];
     publish(c, &call, own.len(), false, |d| {
         d.copy_from_slice(own);
         Ok(())

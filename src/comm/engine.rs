@@ -540,12 +540,12 @@ impl Engine {
                 self.progress();
                 let still = strict
                     || self.reqs.iter().flatten().any(|r| {
-                    !r.done
-                        && match r.kind {
-                            Kind::Send { dst, .. } => dst == p,
-                            Kind::Recv { m, .. } => m.source == Some(p),
-                        }
-                });
+                        !r.done
+                            && match r.kind {
+                                Kind::Send { dst, .. } => dst == p,
+                                Kind::Recv { m, .. } => m.source == Some(p),
+                            }
+                    });
                 if still {
                     return Err(Error::PeerDied { rank: p, op });
                 }

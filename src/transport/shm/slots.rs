@@ -1,5 +1,5 @@
 //! Collective slots: per rank, a few areas (one per communicator that uses
-//! them), each with two alternating slots that the rank writes and its
+//! them), each with `DEPTH` slots used in turn that the rank writes and its
 //! peers read in place, plus a counter of the calls it has finished reading.
 //!
 //! A small collective then costs one write and one flag per rank instead
@@ -13,12 +13,16 @@ use std::sync::atomic::AtomicU64;
 pub const AREAS: usize = 16;
 /// Bytes one slot carries (one rank's contribution to one call).
 pub const SLOT_DATA: usize = 16 * 1024;
+/// Slots per area: how many calls a rank may run ahead of its slowest
+/// reader. Deep enough that ranks sharing a core run many calls per time
+/// slice instead of switching at every call.
+pub const DEPTH: usize = 16;
 /// Data starts right after the flag, so a small contribution shares the
 /// flag's cache line.
 const DATA_OFFSET: usize = 8;
 const SLOT_BYTES: usize = 64 + SLOT_DATA;
-/// The `done` line, then two slots.
-pub const AREA_BYTES: usize = 64 + 2 * SLOT_BYTES;
+/// The `done` line, then the slots.
+pub const AREA_BYTES: usize = 64 + DEPTH * SLOT_BYTES;
 
 /// One rank's area for one communicator.
 #[derive(Clone, Copy)]
@@ -42,36 +46,36 @@ impl Area {
         unsafe { &*(self.base as *const AtomicU64) }
     }
 
-    fn slot(&self, parity: usize) -> *mut u8 {
-        // SAFETY: parity is 0 or 1, so the slot lies inside the area.
-        unsafe { self.base.add(64 + (parity & 1) * SLOT_BYTES) }
+    fn slot(&self, index: usize) -> *mut u8 {
+        // SAFETY: index % DEPTH < DEPTH, so the slot lies inside the area.
+        unsafe { self.base.add(64 + (index % DEPTH) * SLOT_BYTES) }
     }
 
-    /// The flag of slot `parity`: which call its data belongs to.
-    pub fn flag(&self, parity: usize) -> &AtomicU64 {
+    /// The flag of slot `index % DEPTH`: which call its data belongs to.
+    pub fn flag(&self, index: usize) -> &AtomicU64 {
         // SAFETY: each slot starts with an aligned u64 used only atomically.
-        unsafe { &*(self.slot(parity) as *const AtomicU64) }
+        unsafe { &*(self.slot(index) as *const AtomicU64) }
     }
 
-    /// The data of slot `parity`, for reading.
+    /// The data of slot `index % DEPTH`, for reading.
     ///
     /// # Safety
     /// The owner must not write the slot while the slice lives (the caller
     /// saw the flag of the call it reads and has not yet reported `done`),
     /// and the slice must not outlive the mapping; the caller picks `'a`.
-    pub unsafe fn data<'a>(&self, parity: usize, len: usize) -> &'a [u8] {
+    pub unsafe fn data<'a>(&self, index: usize, len: usize) -> &'a [u8] {
         assert!(len <= SLOT_DATA);
-        std::slice::from_raw_parts(self.slot(parity).add(DATA_OFFSET), len)
+        std::slice::from_raw_parts(self.slot(index).add(DATA_OFFSET), len)
     }
 
-    /// The data of slot `parity`, for the owner to fill.
+    /// The data of slot `index % DEPTH`, for the owner to fill.
     ///
     /// # Safety
     /// Only the owning rank may call this, and only once every reader of
     /// this slot's previous call has reported `done`.
     #[allow(clippy::mut_from_ref)] // the memory is shared, not owned by `self`
-    pub unsafe fn data_mut(&self, parity: usize, len: usize) -> &mut [u8] {
+    pub unsafe fn data_mut(&self, index: usize, len: usize) -> &mut [u8] {
         assert!(len <= SLOT_DATA);
-        std::slice::from_raw_parts_mut(self.slot(parity).add(DATA_OFFSET), len)
+        std::slice::from_raw_parts_mut(self.slot(index).add(DATA_OFFSET), len)
     }
 }
