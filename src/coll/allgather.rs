@@ -1,7 +1,7 @@
 //! Allgather(v): every block sent to every rank at once (small), or passed
 //! around a ring (large).
 
-use super::{select, slots, split_blocks, Ctx};
+use super::{copy_own, select, slots, split_blocks, Ctx};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -49,18 +49,6 @@ pub fn allgatherv(
 
 fn outside() -> Error {
     Error::InvalidArg("a block lies outside the receive buffer".into())
-}
-
-fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
-    if dst.len() != src.len() {
-        return Err(Error::InvalidArg(format!(
-            "{} bytes sent into a {}-byte block",
-            src.len(),
-            dst.len()
-        )));
-    }
-    dst.copy_from_slice(src);
-    Ok(())
 }
 
 /// Ring allgather where block `r` of `data` already holds rank `r`'s part.

@@ -1,7 +1,7 @@
 //! All-to-all(v): every message posted at once, or n-1 paired steps.
 
-use super::{select, slots, split_blocks, Ctx};
-use crate::error::{Error, Result};
+use super::{copy_own, select, send_blocks, slots, split_blocks, Ctx};
+use crate::error::Result;
 
 /// Sends block `p` of `send` to rank `p` and receives rank `p`'s block into
 /// block `p` of `recv`.
@@ -16,27 +16,15 @@ pub fn alltoallv(
         return slots::alltoallv(c, send, sblocks, recv, rblocks);
     }
     let (n, r) = (c.size(), c.rank());
-    let sblock = |p: usize| -> Result<&[u8]> {
-        let (o, l) = sblocks[p];
-        send.get(o..o + l)
-            .ok_or_else(|| Error::InvalidArg(format!("send block {p} lies outside the buffer")))
-    };
+    let outs = send_blocks(send, sblocks)?;
     let mut parts = split_blocks(recv, rblocks)?;
-    let own = sblock(r)?;
-    if own.len() != parts[r].len() {
-        return Err(Error::InvalidArg(format!(
-            "rank sends {} bytes to itself into a {}-byte block",
-            own.len(),
-            parts[r].len()
-        )));
-    }
-    parts[r].copy_from_slice(own);
+    copy_own(parts[r], outs[r])?;
     match select::alltoall(c) {
         select::Alltoall::Direct => {
             let sends = (1..n)
                 .map(|k| (r + k) % n)
-                .map(|p| Ok((p, sblock(p)?)))
-                .collect::<Result<Vec<_>>>()?;
+                .map(|p| (p, outs[p]))
+                .collect::<Vec<_>>();
             let mut recvs: Vec<(usize, &mut [u8])> = parts
                 .into_iter()
                 .enumerate()
@@ -49,7 +37,7 @@ pub fn alltoallv(
             for k in 1..n {
                 let (to, from) = ((r + k) % n, (r + n - k) % n);
                 let dst = parts[from].take().expect("each block received once");
-                c.sendrecv(k as u32, to, sblock(to)?, from, dst)?;
+                c.sendrecv(k as u32, to, outs[to], from, dst)?;
             }
             Ok(())
         }

@@ -1,7 +1,7 @@
 //! Gather and scatter (and their v-variants): the root posts every
 //! message at once.
 
-use super::{select, slots, split_blocks, Ctx};
+use super::{copy_own, select, send_blocks, slots, split_blocks, Ctx};
 use crate::error::{Error, Result};
 
 /// Gathers each rank's `send` into block `r` of `recv` on the root.
@@ -61,25 +61,13 @@ pub fn scatterv(
     }
     let send =
         send.ok_or_else(|| Error::InvalidArg("scatter root without a send buffer".into()))?;
-    let block = |p: usize| -> Result<&[u8]> {
-        let (o, l) = blocks[p];
-        send.get(o..o + l)
-            .ok_or_else(|| Error::InvalidArg(format!("block {p} lies outside the send buffer")))
-    };
+    let parts = send_blocks(send, blocks)?;
     if let Some(d) = recv {
-        let own = block(root)?;
-        if own.len() != d.len() {
-            return Err(Error::InvalidArg(format!(
-                "root's block has {} bytes, its receive buffer {}",
-                own.len(),
-                d.len()
-            )));
-        }
-        d.copy_from_slice(own);
+        copy_own(d, parts[root])?;
     }
-    let sends = (0..c.size())
+    let sends: Vec<(usize, &[u8])> = (0..c.size())
         .filter(|&p| p != root)
-        .map(|p| Ok((p, block(p)?)))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|p| (p, parts[p]))
+        .collect();
     c.xfer(0, &sends, &mut [])
 }

@@ -180,3 +180,31 @@ pub fn split_blocks<'b>(
     }
     Ok(out)
 }
+
+/// The blocks (offset, length) of a send buffer as slices, failing if one
+/// lies outside it.
+pub fn send_blocks<'b>(buf: &'b [u8], blocks: &[(usize, usize)]) -> Result<Vec<&'b [u8]>> {
+    blocks
+        .iter()
+        .enumerate()
+        .map(|(p, &(o, l))| {
+            buf.get(o..o + l).ok_or_else(|| {
+                Error::InvalidArg(format!("send block {p} lies outside the send buffer"))
+            })
+        })
+        .collect()
+}
+
+/// Copies a rank's own part into its block, failing on a size mismatch
+/// (the ranks called the collective with inconsistent counts).
+pub fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
+    if dst.len() != src.len() {
+        return Err(Error::InvalidArg(format!(
+            "{} bytes sent into a {}-byte block",
+            src.len(),
+            dst.len()
+        )));
+    }
+    dst.copy_from_slice(src);
+    Ok(())
+}

@@ -13,7 +13,7 @@
 //! `big` says the part did not fit and travels as a message instead
 //! (only where the receiver cannot know the size in advance).
 
-use super::{split_blocks, Ctx, Reducer};
+use super::{copy_own, send_blocks, split_blocks, Ctx, Reducer};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::{Area, DEPTH, SLOT_DATA};
 use crate::transport::shm::Segment;
@@ -257,14 +257,7 @@ pub fn allgatherv(
     let mut parts = split_blocks(recv, blocks)?;
     let me = c.rank();
     if let Some(s) = send {
-        if s.len() != parts[me].len() {
-            return Err(Error::InvalidArg(format!(
-                "{} bytes sent into a {}-byte block",
-                s.len(),
-                parts[me].len()
-            )));
-        }
-        parts[me].copy_from_slice(s);
+        copy_own(parts[me], s)?;
     }
     let call = begin(c)?;
     let own: &[u8] = parts[me];
@@ -287,6 +280,23 @@ fn put_u64(d: &mut [u8], at: usize, v: usize) {
 
 fn get_u64(s: &[u8], at: usize) -> usize {
     u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes")) as usize
+}
+
+/// Bytes of a slot holding a table of (offset, length) per rank, then the
+/// blocks.
+fn table_bytes(blocks: &[&[u8]]) -> usize {
+    16 * blocks.len() + blocks.iter().map(|b| b.len()).sum::<usize>()
+}
+
+/// Writes the table and the blocks into a slot of `table_bytes(blocks)`.
+fn write_table(d: &mut [u8], blocks: &[&[u8]]) {
+    let mut off = 16 * blocks.len();
+    for (p, b) in blocks.iter().enumerate() {
+        put_u64(d, 16 * p, off);
+        put_u64(d, 16 * p + 8, b.len());
+        d[off..off + b.len()].copy_from_slice(b);
+        off += b.len();
+    }
 }
 
 fn mismatch(p: usize, got: usize, want: usize) -> Error {
@@ -325,10 +335,7 @@ pub fn gatherv(
         recv.ok_or_else(|| Error::InvalidArg("gather root without a receive buffer".into()))?;
     let mut parts = split_blocks(recv, blocks)?;
     if let Some(s) = send {
-        if s.len() != parts[root].len() {
-            return Err(mismatch(root, s.len(), parts[root].len()));
-        }
-        parts[root].copy_from_slice(s);
+        copy_own(parts[root], s)?;
     }
     let call = begin(c)?;
     let mut msgs: Vec<(usize, &mut [u8])> = Vec::new();
@@ -384,20 +391,11 @@ pub fn scatterv(
     }
     let send =
         send.ok_or_else(|| Error::InvalidArg("scatter root without a send buffer".into()))?;
-    let block = |p: usize| -> Result<&[u8]> {
-        let (o, l) = blocks[p];
-        send.get(o..o + l)
-            .ok_or_else(|| Error::InvalidArg(format!("block {p} lies outside the send buffer")))
-    };
+    let parts = send_blocks(send, blocks)?;
     if let Some(d) = recv {
-        let own = block(root)?;
-        if own.len() != d.len() {
-            return Err(mismatch(root, own.len(), d.len()));
-        }
-        d.copy_from_slice(own);
+        copy_own(d, parts[root])?;
     }
-    let total = 16 * n + blocks.iter().map(|b| b.1).sum::<usize>();
-    let parts = (0..n).map(block).collect::<Result<Vec<_>>>()?;
+    let total = table_bytes(&parts);
     let call = begin(c)?;
     if total > SLOT_DATA {
         publish(c, &call, 0, true, |_| Ok(()))?;
@@ -409,13 +407,7 @@ pub fn scatterv(
         return c.xfer(0, &sends, &mut []);
     }
     publish(c, &call, total, false, |d| {
-        let mut off = 16 * n;
-        for (p, b) in parts.iter().enumerate() {
-            put_u64(d, 16 * p, off);
-            put_u64(d, 16 * p + 8, b.len());
-            d[off..off + b.len()].copy_from_slice(b);
-            off += b.len();
-        }
+        write_table(d, &parts);
         Ok(())
     })?;
     finish(c, call, false);
@@ -433,28 +425,14 @@ pub fn alltoallv(
     rblocks: &[(usize, usize)],
 ) -> Result<()> {
     let (n, me) = (c.size(), c.rank());
-    let sblock = |p: usize| -> Result<&[u8]> {
-        let (o, l) = sblocks[p];
-        send.get(o..o + l)
-            .ok_or_else(|| Error::InvalidArg(format!("send block {p} lies outside the buffer")))
-    };
-    let outs = (0..n).map(sblock).collect::<Result<Vec<_>>>()?;
+    let outs = send_blocks(send, sblocks)?;
     let mut parts = split_blocks(recv, rblocks)?;
-    if outs[me].len() != parts[me].len() {
-        return Err(mismatch(me, outs[me].len(), parts[me].len()));
-    }
-    parts[me].copy_from_slice(outs[me]);
-    let total = 16 * n + outs.iter().map(|b| b.len()).sum::<usize>();
+    copy_own(parts[me], outs[me])?;
+    let total = table_bytes(&outs);
     let big = total > SLOT_DATA;
     let call = begin(c)?;
     publish(c, &call, if big { 0 } else { total }, big, |d| {
-        let mut off = 16 * n;
-        for (p, b) in outs.iter().enumerate() {
-            put_u64(d, 16 * p, off);
-            put_u64(d, 16 * p + 8, b.len());
-            d[off..off + b.len()].copy_from_slice(b);
-            off += b.len();
-        }
+        write_table(d, &outs);
         Ok(())
     })?;
     let mut msgs: Vec<(usize, &mut [u8])> = Vec::new();

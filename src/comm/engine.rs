@@ -439,32 +439,40 @@ impl Engine {
     /// Makes progress until `done` holds: spin, then yield, then sleep on the
     /// doorbell. Fails on abort, on the death of a peer in `peers`, or when
     /// `FERROCOLL_TIMEOUT` passes.
+    /// A peer's death fails the wait only while a request still needs it
+    /// (it may have sent everything first).
     fn wait_loop(
         &mut self,
         op: &'static str,
         peers: &[usize],
         done: impl FnMut(&Engine) -> bool,
     ) -> Result<()> {
-        self.check()?;
-        let r = self.wait_inner(op, peers, false, done);
-        if let Err(e) = &r {
-            self.poison(e.clone());
-        }
-        r
+        self.wait_checked(op, peers, false, done)
     }
 
     /// Waits, progressing every link, until `done` holds; `peers` are the
-    /// world ranks whose death or silence makes it fail.
-    /// Any death among `peers` fails the wait: what is awaited is not a
-    /// message that may already have arrived.
+    /// world ranks whose death or silence makes it fail. Any death among
+    /// `peers` fails the wait: what is awaited is not a message that may
+    /// already have arrived.
     pub fn wait_for(
         &mut self,
         op: &'static str,
         peers: &[usize],
         done: impl FnMut(&Engine) -> bool,
     ) -> Result<()> {
+        self.wait_checked(op, peers, true, done)
+    }
+
+    /// `wait_inner` on a healthy engine; a failure poisons it.
+    fn wait_checked(
+        &mut self,
+        op: &'static str,
+        peers: &[usize],
+        strict: bool,
+        done: impl FnMut(&Engine) -> bool,
+    ) -> Result<()> {
         self.check()?;
-        let r = self.wait_inner(op, peers, true, done);
+        let r = self.wait_inner(op, peers, strict, done);
         if let Err(e) = &r {
             self.poison(e.clone());
         }
