@@ -476,3 +476,46 @@ fn slot_areas_are_reclaimed_and_run_out_gracefully() {
         });
     }
 }
+
+/// Unexpected large messages of changing sizes (their buffers are reused),
+/// delivered out of order and truncated.
+#[test]
+fn unexpected_messages_reuse_buffers() {
+    use ferrocoll::comm::buffer::RawBuf;
+    use ferrocoll::comm::engine::Match;
+    world(2, &[], |r, eng, _| {
+        let m = |tag| Match {
+            source: Some(1 - r),
+            ctx: 1000,
+            tag: Some(tag),
+        };
+        for round in 0..6usize {
+            let len = (64 << 10) << (round % 3) | round;
+            let (a, b) = (data(round, len / 4 + 1), data(round + 9, len / 4 + 1));
+            if r == 0 {
+                // SAFETY: the buffers outlive the waits below.
+                let ia = eng.isend(1, 1000, 1, unsafe { RawBuf::new(a.as_ptr() as *mut u8, len) });
+                let ib = eng.isend(1, 1000, 2, unsafe { RawBuf::new(b.as_ptr() as *mut u8, len) });
+                eng.wait(ia.unwrap(), "send").unwrap();
+                eng.wait(ib.unwrap(), "send").unwrap();
+            } else {
+                // Let both arrive before any receive is posted.
+                while eng.iprobe(m(2)).is_none() {
+                    std::thread::yield_now();
+                }
+                let mut x = vec![0u8; len / 2];
+                let mut y = vec![0u8; len];
+                // SAFETY: as above.
+                let ib = eng.irecv(m(2), unsafe { RawBuf::new(x.as_mut_ptr(), len / 2) });
+                let st = eng.wait(ib.unwrap(), "recv").unwrap();
+                assert!(st.error.is_some(), "truncated");
+                assert!(x[..] == b[..len / 2]);
+                // SAFETY: as above.
+                let ia = eng.irecv(m(1), unsafe { RawBuf::new(y.as_mut_ptr(), len) });
+                let st = eng.wait(ia.unwrap(), "recv").unwrap();
+                assert!(st.error.is_none() && st.bytes == len);
+                assert!(y[..] == a[..len], "round {round}");
+            }
+        }
+    });
+}

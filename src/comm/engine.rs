@@ -136,7 +136,14 @@ pub struct Engine {
     pub draining: Vec<(usize, Arc<[usize]>, u64)>,
     /// Highest slot call number this rank has used on any area.
     pub slot_epoch: u64,
+    /// Buffers of delivered unexpected messages, for reuse.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Unexpected-message buffers kept for reuse: sizes and count.
+const SPARE_MIN: usize = 16 * 1024;
+const SPARE_MAX: usize = 16 << 20;
+const SPARE_COUNT: usize = 8;
 
 const HDR0: Rx = Rx::Header {
     got: 0,
@@ -195,6 +202,7 @@ impl Engine {
             areas_free: ((1u64 << AREAS) - 1) & !1,
             draining: Vec::new(),
             slot_epoch: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -336,6 +344,38 @@ impl Engine {
         buf.write_at(0, &u.data[..n]);
         let status = recv_status(u.src, &u.frame, buf.len());
         self.complete(id, status);
+        self.recycle(u.data);
+    }
+
+    /// A buffer for an unexpected message of `len` bytes, reusing one kept
+    /// from an earlier message: large fresh allocations come from mmap and
+    /// cost a page fault per 4 KiB, every time.
+    fn buffer_for(&mut self, len: usize) -> Vec<u8> {
+        match self.spare.iter().position(|v| v.capacity() >= len) {
+            Some(i) => self.spare.swap_remove(i),
+            None => Vec::with_capacity(len),
+        }
+    }
+
+    /// Keeps a delivered message's buffer for `buffer_for`.
+    fn recycle(&mut self, mut data: Vec<u8>) {
+        if data.capacity() >= SPARE_MIN && data.capacity() <= SPARE_MAX {
+            if self.spare.len() == SPARE_COUNT {
+                // Keep the larger buffers.
+                let (i, _) = self
+                    .spare
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, v)| v.capacity())
+                    .expect("pool is full");
+                if self.spare[i].capacity() >= data.capacity() {
+                    return;
+                }
+                self.spare.swap_remove(i);
+            }
+            data.clear();
+            self.spare.push(data);
+        }
     }
 
     /// Whether a request has completed (no progress is made).
@@ -729,11 +769,12 @@ impl Engine {
             None => {
                 let id = self.next_unexpected;
                 self.next_unexpected += 1;
+                let data = self.buffer_for(frame.len as usize);
                 self.unexpected.push_back(Unexpected {
                     id,
                     src,
                     frame,
-                    data: Vec::with_capacity(frame.len as usize),
+                    data,
                     complete: false,
                     claimed: None,
                 });
