@@ -494,8 +494,12 @@ fn unexpected_messages_reuse_buffers() {
             let (a, b) = (data(round, len / 4 + 1), data(round + 9, len / 4 + 1));
             if r == 0 {
                 // SAFETY: the buffers outlive the waits below.
-                let ia = eng.isend(1, 1000, 1, unsafe { RawBuf::new(a.as_ptr() as *mut u8, len) });
-                let ib = eng.isend(1, 1000, 2, unsafe { RawBuf::new(b.as_ptr() as *mut u8, len) });
+                let ia = eng.isend(1, 1000, 1, unsafe {
+                    RawBuf::new(a.as_ptr() as *mut u8, len)
+                });
+                let ib = eng.isend(1, 1000, 2, unsafe {
+                    RawBuf::new(b.as_ptr() as *mut u8, len)
+                });
                 eng.wait(ia.unwrap(), "send").unwrap();
                 eng.wait(ib.unwrap(), "send").unwrap();
             } else {

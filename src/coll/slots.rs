@@ -57,7 +57,7 @@ fn begin(c: &mut Ctx) -> Result<Call> {
         seg,
         area: s.area,
         f: s.calls,
-        check: !s.read_all && s.calls > s.base + DEPTH as u64,
+        check: !s.read_all && s.calls > s.safe + DEPTH as u64,
     };
     c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
     Ok(call)
@@ -71,9 +71,23 @@ fn ring_peers(c: &Ctx, call: &Call) {
     }
 }
 
-/// Writes `len` bytes through `fill` into this rank's slot and raises its
-/// flag (`big`: nothing written, the part follows as a message).
+/// Writes `len` bytes through `fill` into this rank's slot, raises its flag
+/// (`big`: nothing written, the part follows as a message) and wakes peers.
 fn publish(
+    c: &mut Ctx,
+    call: &Call,
+    len: usize,
+    big: bool,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<()> {
+    publish_quiet(c, call, len, big, fill)?;
+    ring_peers(c, call);
+    Ok(())
+}
+
+/// `publish` without waking peers, for a writer that calls `finish` next
+/// (which wakes them).
+fn publish_quiet(
     c: &mut Ctx,
     call: &Call,
     len: usize,
@@ -87,8 +101,16 @@ fn publish(
             .map(|p| c.comm.world_rank(p))
             .collect();
         let areas: Vec<Area> = peers.iter().map(|&w| call.seg.area(w, call.area)).collect();
-        let ready = |_: &_| areas.iter().all(|a| a.done().load(Acquire) >= need);
-        c.eng.wait_for(c.op, &peers, ready)?;
+        let least = || areas.iter().map(|a| a.done().load(Acquire)).min();
+        if least().unwrap_or(need) < need {
+            let ready = |_: &_| areas.iter().all(|a| a.done().load(Acquire) >= need);
+            c.eng.wait_for(c.op, &peers, ready)?;
+        }
+        // Remember how far everyone is, to skip the next few checks.
+        let seen = least().unwrap_or(need);
+        if let Some(s) = c.comm.slots.as_mut() {
+            s.safe = s.safe.max(seen);
+        }
     }
     let mine = call.area(c, c.rank());
     if len > 0 {
@@ -98,7 +120,6 @@ fn publish(
     }
     mine.flag(call.index())
         .store(call.f << 1 | u64::from(big), Release);
-    ring_peers(c, call);
     Ok(())
 }
 
@@ -164,7 +185,7 @@ pub fn barrier(c: &mut Ctx) -> Result<()> {
 pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     let call = begin(c)?;
     if c.rank() == root {
-        publish(c, &call, buf.len(), false, |d| {
+        publish_quiet(c, &call, buf.len(), false, |d| {
             d.copy_from_slice(buf);
             Ok(())
         })?;
@@ -190,7 +211,8 @@ pub fn reduce(
         .ok_or_else(|| Error::InvalidArg("reduce without a buffer".into()))?;
     let len = input.len();
     let call = begin(c)?;
-    publish(c, &call, len, false, |d| {
+    // Only the root waits, for flags that `finish` announces.
+    publish_quiet(c, &call, len, false, |d| {
         d.copy_from_slice(input);
         Ok(())
     })?;
@@ -322,7 +344,7 @@ pub fn gatherv(
             publish(c, &call, 0, true, |_| Ok(()))?;
             c.send(0, root, s)?;
         } else {
-            publish(c, &call, 8 + s.len(), false, |d| {
+            publish_quiet(c, &call, 8 + s.len(), false, |d| {
                 put_u64(d, 0, s.len());
                 d[8..].copy_from_slice(s);
                 Ok(())
@@ -406,7 +428,7 @@ pub fn scatterv(
         finish(c, call, false);
         return c.xfer(0, &sends, &mut []);
     }
-    publish(c, &call, total, false, |d| {
+    publish_quiet(c, &call, total, false, |d| {
         write_table(d, &parts);
         Ok(())
     })?;

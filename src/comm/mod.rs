@@ -32,6 +32,9 @@ pub struct SlotState {
     pub base: u64,
     /// The last call's number (`base` + calls made through the slots).
     pub calls: u64,
+    /// Every peer was seen done with this call: writers need not look again
+    /// until they reuse a slot of a later call.
+    pub safe: u64,
     /// Whether this rank read every peer's slot in the last call: then every
     /// peer has finished the call before it, and the slot about to be
     /// rewritten is no longer read.
@@ -44,6 +47,7 @@ impl SlotState {
             area,
             base,
             calls: base,
+            safe: base,
             read_all: true,
         }
     }
