@@ -8,6 +8,7 @@
 //! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial` |
 //! | `FERROCOLL_SHM_RING_BYTES` | `262144` | bytes of each per-pair shared-memory ring |
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
+//! | `FERROCOLL_RNDV_BYTES` | `65536` | messages from this size wait for the matching receive and land directly in its buffer |
 //! | `FERROCOLL_RANK`, `FERROCOLL_SIZE`, `FERROCOLL_JOB` | (set by `ferrorun`) | this rank, the rank count, the job id |
 
 use std::sync::OnceLock;
@@ -41,6 +42,8 @@ pub struct Params {
     pub ring_bytes: usize,
     /// `FERROCOLL_SPIN`.
     pub spin: u32,
+    /// `FERROCOLL_RNDV_BYTES`.
+    pub rndv_min: usize,
 }
 
 impl Params {
@@ -80,6 +83,10 @@ impl Params {
             spin: get("FERROCOLL_SPIN")
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(2000),
+            rndv_min: get("FERROCOLL_RNDV_BYTES")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(64 * 1024)
+                .max(1),
         }
     }
 

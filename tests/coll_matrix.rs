@@ -523,3 +523,46 @@ fn unexpected_messages_reuse_buffers() {
         }
     });
 }
+
+/// Two ranks that both send a large message before receiving do not
+/// deadlock (announced messages are buffered once a wait runs idle), and
+/// large collectives agree with and without announcements.
+#[test]
+fn head_to_head_large_sends_and_eager_only() {
+    use ferrocoll::comm::buffer::RawBuf;
+    use ferrocoll::comm::engine::Match;
+    world(2, &[], |r, eng, comm| {
+        let big = 3 << 20;
+        let mine = data(r, big / 4);
+        // SAFETY: `mine` outlives the wait.
+        let s = eng.isend(1 - r, 1000, 5, unsafe {
+            RawBuf::new(mine.as_ptr() as *mut u8, big)
+        });
+        eng.wait(s.unwrap(), "send").unwrap();
+        let mut got = vec![0u8; big];
+        let m = Match {
+            source: Some(1 - r),
+            ctx: 1000,
+            tag: Some(5),
+        };
+        // SAFETY: `got` outlives the wait.
+        let q = eng.irecv(m, unsafe { RawBuf::new(got.as_mut_ptr(), big) });
+        let st = eng.wait(q.unwrap(), "recv").unwrap();
+        assert!(st.bytes == big && got == data(1 - r, big / 4));
+        let default_min = eng.rndv_min;
+        for rndv_min in [usize::MAX, default_min, 1] {
+            eng.rndv_min = rndv_min;
+            let mut out = vec![0u8; BIG * 4];
+            let ctx = &mut Ctx::new(eng, comm);
+            coll::allreduce::allreduce(ctx, Some(&data(r, BIG)), &mut out, &SUM).unwrap();
+            assert!(out == sum_ref(2, BIG), "allreduce, rndv_min {rndv_min}");
+            let mut b = if r == 1 {
+                data(1, 5000)
+            } else {
+                vec![0u8; 20000]
+            };
+            coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut b, 1).unwrap();
+            assert!(b == data(1, 5000));
+        }
+    });
+}

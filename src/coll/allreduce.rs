@@ -42,7 +42,7 @@ fn recursive_doubling(c: &mut Ctx, buf: &mut [u8], red: &Reducer) -> Result<()> 
     let (n, r) = (c.size(), c.rank());
     let p2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
     let rem = n - p2;
-    let mut tmp = vec![0u8; buf.len()];
+    let mut tmp = c.zeroed(buf.len());
     // Fold the first 2*rem ranks pairwise so a power of two remains; each
     // survivor stands for a contiguous run of ranks, keeping rank order.
     let nr = if r < 2 * rem {
@@ -80,5 +80,6 @@ fn recursive_doubling(c: &mut Ctx, buf: &mut [u8], red: &Reducer) -> Result<()> 
             c.send(30, r - 1, buf)?;
         }
     }
+    c.give_back(tmp);
     Ok(())
 }

@@ -82,6 +82,25 @@ impl<'a> Ctx<'a> {
         self.comm.size()
     }
 
+    /// Scratch space of `len` zero bytes, from the engine's buffer pool.
+    pub fn zeroed(&mut self, len: usize) -> Vec<u8> {
+        let mut v = self.eng.buffer_for(len);
+        v.resize(len, 0);
+        v
+    }
+
+    /// A copy of `src` in a buffer from the engine's pool.
+    pub fn copy_of(&mut self, src: &[u8]) -> Vec<u8> {
+        let mut v = self.eng.buffer_for(src.len());
+        v.extend_from_slice(src);
+        v
+    }
+
+    /// Returns scratch space to the engine's pool.
+    pub fn give_back(&mut self, v: Vec<u8>) {
+        self.eng.recycle(v);
+    }
+
     /// Whether this call may use the communicator's collective slots.
     pub fn has_slots(&self) -> bool {
         self.comm.slots.is_some() && self.eng.segment().is_some()

@@ -22,8 +22,8 @@ pub fn reduce(
         }
     }
     let input = match (send, recv.as_deref()) {
-        (Some(s), _) => s.to_vec(),
-        (None, Some(r)) => r.to_vec(),
+        (Some(s), _) => c.copy_of(s),
+        (None, Some(r)) => c.copy_of(r),
         (None, None) => return Err(Error::InvalidArg("reduce without a buffer".into())),
     };
     let bytes = input.len();
@@ -37,6 +37,7 @@ pub fn reduce(
         select::Reduce::Binomial => {
             if let (Some(out), Some(res)) = (recv, binomial(c, input, root, red)?) {
                 out.copy_from_slice(&res);
+                c.give_back(res);
             }
             Ok(())
         }
@@ -45,7 +46,9 @@ pub fn reduce(
             let blocks = even_blocks(bytes, red.extent, c.size());
             reduce_scatter::ring_in_place(c, &mut data, &blocks, red)?;
             let (o, l) = blocks[c.rank()];
-            gather::gatherv(c, Some(&data[o..o + l]), recv, &blocks, root)
+            gather::gatherv(c, Some(&data[o..o + l]), recv, &blocks, root)?;
+            c.give_back(data);
+            Ok(())
         }
     }
 }
@@ -62,7 +65,7 @@ pub fn binomial(
     let (n, r) = (c.size(), c.rank());
     let target = if red.commutative { root } else { 0 };
     let vr = (r + n - target) % n;
-    let mut tmp = vec![0u8; acc.len()];
+    let mut tmp = c.zeroed(acc.len());
     let (mut mask, mut step) = (1, 0);
     while mask < n {
         if vr & mask == 0 {
@@ -79,6 +82,7 @@ pub fn binomial(
         mask <<= 1;
         step += 1;
     }
+    c.give_back(tmp);
     if target != root {
         if r == target {
             c.send(31, root, &acc)?;
@@ -86,5 +90,9 @@ pub fn binomial(
             c.recv(31, target, &mut acc)?;
         }
     }
-    Ok((r == root).then_some(acc))
+    if r == root {
+        return Ok(Some(acc));
+    }
+    c.give_back(acc);
+    Ok(None)
 }

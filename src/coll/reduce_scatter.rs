@@ -21,7 +21,7 @@ pub fn ring_in_place(
     let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
     let piece = (PIECE / red.extent).max(1) * red.extent;
     let longest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
-    let mut tmp = vec![0u8; longest.min(piece)];
+    let mut tmp = c.zeroed(longest.min(piece));
     for s in 0..n.saturating_sub(1) {
         let (so, sl) = blocks[(r + 2 * n - s - 1) % n];
         let (ro, rl) = blocks[(r + 2 * n - s - 2) % n];
@@ -45,6 +45,7 @@ pub fn ring_in_place(
             red.fold_left(&tmp[..y - x], &mut data[ro + x..ro + y]);
         }
     }
+    c.give_back(tmp);
     Ok(())
 }
 
@@ -73,18 +74,22 @@ pub fn reduce_scatter(
         return slots::reduce_scatter(c, send, recv, &blocks, total, red);
     }
     let mut data = match send {
-        Some(s) => s[..total].to_vec(),
-        None => recv[..total].to_vec(),
+        Some(s) => c.copy_of(&s[..total]),
+        None => c.copy_of(&recv[..total]),
     };
     let (bo, bl) = blocks[r];
     match select::reduce_scatter(c, red.commutative) {
         select::ReduceScatter::Ring => {
             ring_in_place(c, &mut data, &blocks, red)?;
             recv[..bl].copy_from_slice(&data[bo..bo + bl]);
+            c.give_back(data);
         }
         select::ReduceScatter::ReduceScatterv => {
             let full = reduce::binomial(c, data, 0, red)?;
             gather::scatterv(c, full.as_deref(), &blocks, Some(&mut recv[..bl]), 0)?;
+            if let Some(f) = full {
+                c.give_back(f);
+            }
         }
     }
     Ok(())

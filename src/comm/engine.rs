@@ -6,7 +6,7 @@
 use super::buffer::RawBuf;
 use crate::error::{Error, Result};
 use crate::param::params;
-use crate::transport::frame::{Frame, FRAME_BYTES};
+use crate::transport::frame::{Frame, FrameKind, FRAME_BYTES};
 use crate::transport::shm::segment::pid_alive;
 use crate::transport::shm::slots::AREAS;
 use crate::transport::shm::Segment;
@@ -61,17 +61,51 @@ impl Match {
     }
 }
 
+/// Where a send stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Header and data go out together.
+    Eager,
+    /// Announcing a large message (`Rts`).
+    Announce,
+    /// Announced; waiting for the receiver's `Cts`.
+    AwaitCts,
+    /// Sending the data the receiver asked for.
+    Data,
+}
+
 enum Kind {
     Send {
         dst: usize,
         hdr: [u8; FRAME_BYTES],
         off: usize,
         buf: RawBuf,
+        phase: Phase,
     },
     Recv {
         m: Match,
         buf: RawBuf,
+        /// The announced message this receive asked for, until its data
+        /// arrives.
+        incoming: Option<Frame>,
     },
+}
+
+/// A receiver's place for the data of an announced message, as carried by
+/// `Cts` and `Data` frames: a receive, or (top bit) a buffered message.
+fn place_token(t: &Target) -> u64 {
+    match *t {
+        Target::Req(id) => id as u64,
+        Target::Unexpected(uid) => uid | 1 << 63,
+    }
+}
+
+fn place_of(token: u64) -> Target {
+    if token >> 63 == 1 {
+        Target::Unexpected(token & !(1 << 63))
+    } else {
+        Target::Req(token as usize)
+    }
 }
 
 struct Req {
@@ -106,6 +140,9 @@ struct Unexpected {
     data: Vec<u8>,
     complete: bool,
     claimed: Option<ReqId>,
+    /// An announced message whose data has not been asked for: the
+    /// sender's token.
+    announced: Option<u64>,
 }
 
 /// One rank's engine: its links to every world rank and all pending work.
@@ -138,12 +175,18 @@ pub struct Engine {
     pub slot_epoch: u64,
     /// Buffers of delivered unexpected messages, for reuse.
     spare: Vec<Vec<u8>>,
+    /// Messages to other ranks of at least this many bytes wait until the
+    /// receiver asks for them, so they land in the posted receive buffer
+    /// instead of being buffered and copied again.
+    pub rndv_min: usize,
 }
 
 /// Unexpected-message buffers kept for reuse: sizes and count.
 const SPARE_MIN: usize = 16 * 1024;
-const SPARE_MAX: usize = 16 << 20;
+const SPARE_MAX: usize = 64 << 20;
 const SPARE_COUNT: usize = 8;
+/// At most this many bytes sit idle in the pool.
+const SPARE_TOTAL: usize = 96 << 20;
 
 const HDR0: Rx = Rx::Header {
     got: 0,
@@ -203,6 +246,7 @@ impl Engine {
             draining: Vec::new(),
             slot_epoch: 0,
             spare: Vec::new(),
+            rndv_min: params().rndv_min,
         }
     }
 
@@ -291,6 +335,7 @@ impl Engine {
                         tag: None,
                     },
                     buf: RawBuf::EMPTY,
+                    incoming: None,
                 };
             }
         }
@@ -299,18 +344,30 @@ impl Engine {
     /// Posts a send of `buf` to world rank `dst`.
     pub fn isend(&mut self, dst: usize, ctx: u32, tag: i32, buf: RawBuf) -> Result<ReqId> {
         self.check()?;
-        let hdr = Frame {
-            ctx,
-            tag,
-            len: buf.len() as u64,
-        }
-        .encode();
+        let announce = buf.len() >= self.rndv_min && self.links[dst].is_remote();
+        let mut frame = Frame::eager(ctx, tag, buf.len());
         let id = self.alloc(Kind::Send {
             dst,
-            hdr,
+            hdr: [0; FRAME_BYTES],
             off: 0,
             buf,
+            phase: if announce {
+                Phase::Announce
+            } else {
+                Phase::Eager
+            },
         });
+        if announce {
+            frame.kind = FrameKind::Rts;
+            frame.token = id as u64;
+        }
+        if let Some(Req {
+            kind: Kind::Send { hdr, .. },
+            ..
+        }) = self.reqs[id].as_mut()
+        {
+            *hdr = frame.encode();
+        }
         self.sendq[dst].push_back(id);
         // Push what fits right away: small messages complete here.
         self.push_sends(dst);
@@ -320,12 +377,22 @@ impl Engine {
     /// Posts a receive into `buf`.
     pub fn irecv(&mut self, m: Match, buf: RawBuf) -> Result<ReqId> {
         self.check()?;
-        let id = self.alloc(Kind::Recv { m, buf });
+        let id = self.alloc(Kind::Recv {
+            m,
+            buf,
+            incoming: None,
+        });
         let hit = self
             .unexpected
             .iter()
             .position(|u| u.claimed.is_none() && m.accepts(u.src, &u.frame));
         match hit {
+            Some(pos) if self.unexpected[pos].announced.is_some() => {
+                // Ask for the data straight into this receive.
+                let u = self.unexpected.remove(pos).expect("index in range");
+                self.recycle(u.data);
+                self.ask_for(id, u.src, u.frame, u.announced.expect("checked"));
+            }
             Some(pos) if self.unexpected[pos].complete => {
                 let u = self.unexpected.remove(pos).expect("index in range");
                 self.deliver_buffered(id, u);
@@ -347,19 +414,24 @@ impl Engine {
         self.recycle(u.data);
     }
 
-    /// A buffer for an unexpected message of `len` bytes, reusing one kept
-    /// from an earlier message: large fresh allocations come from mmap and
-    /// cost a page fault per 4 KiB, every time.
-    fn buffer_for(&mut self, len: usize) -> Vec<u8> {
+    /// An empty buffer with room for `len` bytes (unexpected messages,
+    /// collectives' scratch), reusing one kept from earlier: large fresh
+    /// allocations come from mmap and cost a page fault per 4 KiB, every
+    /// time.
+    pub fn buffer_for(&mut self, len: usize) -> Vec<u8> {
         match self.spare.iter().position(|v| v.capacity() >= len) {
             Some(i) => self.spare.swap_remove(i),
             None => Vec::with_capacity(len),
         }
     }
 
-    /// Keeps a delivered message's buffer for `buffer_for`.
-    fn recycle(&mut self, mut data: Vec<u8>) {
-        if data.capacity() >= SPARE_MIN && data.capacity() <= SPARE_MAX {
+    /// Keeps a buffer that is no longer needed for `buffer_for`.
+    pub fn recycle(&mut self, mut data: Vec<u8>) {
+        let pooled: usize = self.spare.iter().map(Vec::capacity).sum();
+        if data.capacity() >= SPARE_MIN
+            && data.capacity() <= SPARE_MAX
+            && pooled + data.capacity() <= SPARE_TOTAL
+        {
             if self.spare.len() == SPARE_COUNT {
                 // Keep the larger buffers.
                 let (i, _) = self
@@ -376,6 +448,57 @@ impl Engine {
             data.clear();
             self.spare.push(data);
         }
+    }
+
+    /// Receive `id` takes the message `frame` that `src` announced with
+    /// `token`: sends `Cts` and waits for the data.
+    fn ask_for(&mut self, id: ReqId, src: usize, frame: Frame, token: u64) {
+        if let Kind::Recv { incoming, .. } = &mut self.req(id).kind {
+            *incoming = Some(frame);
+        }
+        self.send_control(src, FrameKind::Cts, token, id as u64);
+    }
+
+    /// Queues a header-only frame to `dst`; the request frees itself.
+    fn send_control(&mut self, dst: usize, kind: FrameKind, token: u64, len: u64) {
+        let frame = Frame {
+            kind,
+            ctx: 0,
+            tag: 0,
+            len,
+            token,
+        };
+        let id = self.alloc(Kind::Send {
+            dst,
+            hdr: frame.encode(),
+            off: 0,
+            buf: RawBuf::EMPTY,
+            phase: Phase::Eager,
+        });
+        self.req(id).detached = true;
+        self.sendq[dst].push_back(id);
+        self.push_sends(dst);
+    }
+
+    /// Buffers every announced message nobody has asked for yet. Called by a
+    /// wait that found nothing to do: a sender blocked on its announcement
+    /// must not wait for a receive this rank may never post first (two ranks
+    /// sending to each other before receiving).
+    fn accept_announced(&mut self) -> bool {
+        let mut asked = Vec::new();
+        for i in 0..self.unexpected.len() {
+            if let Some(token) = self.unexpected[i].announced.take() {
+                let len = self.unexpected[i].frame.len as usize;
+                let data = self.buffer_for(len);
+                let u = &mut self.unexpected[i];
+                u.data = data;
+                asked.push((u.src, token, place_token(&Target::Unexpected(u.id))));
+            }
+        }
+        for &(src, token, place) in &asked {
+            self.send_control(src, FrameKind::Cts, token, place);
+        }
+        !asked.is_empty()
     }
 
     /// Whether a request has completed (no progress is made).
@@ -554,6 +677,10 @@ impl Engine {
             if idle <= self.spin + 16 {
                 std::thread::yield_now();
             } else {
+                if self.accept_announced() {
+                    idle = 0;
+                    continue;
+                }
                 let bell = seg.doorbell(self.me);
                 let seen = bell.prepare();
                 if self.progress() || done(self) {
@@ -646,13 +773,24 @@ impl Engine {
         let mut wrote = 0;
         while let Some(&id) = self.sendq[dst].front() {
             let Some(Req {
-                kind: Kind::Send { hdr, off, buf, .. },
+                kind:
+                    Kind::Send {
+                        hdr,
+                        off,
+                        buf,
+                        phase,
+                        ..
+                    },
                 ..
             }) = self.reqs[id].as_mut()
             else {
                 unreachable!("send queue holds sends")
             };
-            let total = FRAME_BYTES + buf.len();
+            let total = FRAME_BYTES
+                + match phase {
+                    Phase::Announce => 0,
+                    _ => buf.len(),
+                };
             while *off < total {
                 let n = if *off < FRAME_BYTES {
                     self.links[dst].write_some(&hdr[*off..])
@@ -670,6 +808,11 @@ impl Engine {
             }
             let bytes = buf.len();
             self.sendq[dst].pop_front();
+            if *phase == Phase::Announce {
+                // Completes after the receiver asks for the data.
+                *phase = Phase::AwaitCts;
+                continue;
+            }
             self.complete(
                 id,
                 Status {
@@ -684,6 +827,36 @@ impl Engine {
             self.ring_bell(dst);
         }
         wrote > 0
+    }
+
+    /// `dst` asked for the data of our announced send `id` (`Cts`), into
+    /// its place `place`.
+    fn on_cts(&mut self, dst: usize, id: usize, place: u64) {
+        let Some(Req {
+            kind:
+                Kind::Send {
+                    dst: d,
+                    hdr,
+                    off,
+                    buf,
+                    phase: phase @ Phase::AwaitCts,
+                },
+            done: false,
+            ..
+        }) = self.reqs.get_mut(id).and_then(Option::as_mut)
+        else {
+            // A send given up by `poison`.
+            return;
+        };
+        debug_assert_eq!(*d, dst);
+        let mut f = Frame::eager(0, 0, buf.len());
+        f.kind = FrameKind::Data;
+        f.token = place;
+        *hdr = f.encode();
+        *off = 0;
+        *phase = Phase::Data;
+        self.sendq[dst].push_back(id);
+        self.push_sends(dst);
     }
 
     fn drain(&mut self, src: usize) -> bool {
@@ -703,7 +876,7 @@ impl Engine {
                     *got = g;
                     if g == FRAME_BYTES {
                         let hdr = *hdr;
-                        self.start_message(src, &hdr);
+                        self.on_header(src, &hdr);
                     }
                 }
                 Rx::Body { frame, target, off } => {
@@ -755,32 +928,89 @@ impl Engine {
         read > 0
     }
 
-    fn start_message(&mut self, src: usize, hdr: &[u8; FRAME_BYTES]) {
+    fn on_header(&mut self, src: usize, hdr: &[u8; FRAME_BYTES]) {
         let Some(frame) = Frame::decode(hdr) else {
             // Shared memory is written only by our own ranks; a bad header
             // means memory corruption, and continuing would deliver garbage.
             panic!("ferrocoll: corrupted message header from rank {src}");
         };
-        let hit = self.posted.iter().position(|&id| {
-            matches!(&self.reqs[id], Some(Req { kind: Kind::Recv { m, .. }, .. }) if m.accepts(src, &frame))
-        });
-        let target = match hit {
-            Some(p) => Target::Req(self.posted.remove(p)),
-            None => {
-                let id = self.next_unexpected;
-                self.next_unexpected += 1;
-                let data = self.buffer_for(frame.len as usize);
-                self.unexpected.push_back(Unexpected {
-                    id,
-                    src,
-                    frame,
-                    data,
-                    complete: false,
-                    claimed: None,
-                });
-                Target::Unexpected(id)
+        self.rx[src] = HDR0;
+        match frame.kind {
+            FrameKind::Eager => {
+                let target = match self.match_posted(src, &frame) {
+                    Some(id) => Target::Req(id),
+                    None => {
+                        let data = self.buffer_for(frame.len as usize);
+                        self.buffer_unexpected(src, frame, data, None)
+                    }
+                };
+                self.start_body(src, frame, target);
             }
-        };
+            FrameKind::Rts => match self.match_posted(src, &frame) {
+                Some(id) => self.ask_for(id, src, frame, frame.token),
+                None => {
+                    self.buffer_unexpected(src, frame, Vec::new(), Some(frame.token));
+                }
+            },
+            FrameKind::Cts => self.on_cts(src, frame.token as usize, frame.len),
+            FrameKind::Data => {
+                let target = place_of(frame.token);
+                let announced = match target {
+                    Target::Req(id) => match &mut self.req(id).kind {
+                        Kind::Recv { incoming, .. } => incoming.take(),
+                        Kind::Send { .. } => None,
+                    },
+                    Target::Unexpected(uid) => self
+                        .unexpected
+                        .iter()
+                        .find(|u| u.id == uid)
+                        .map(|u| u.frame),
+                };
+                let Some(announced) = announced else {
+                    panic!("ferrocoll: data from rank {src} for no receive that asked for it");
+                };
+                let frame = Frame {
+                    kind: FrameKind::Eager,
+                    len: frame.len,
+                    ..announced
+                };
+                self.start_body(src, frame, target);
+            }
+        }
+    }
+
+    /// Removes and returns the first posted receive that accepts `frame`.
+    fn match_posted(&mut self, src: usize, frame: &Frame) -> Option<ReqId> {
+        let hit = self.posted.iter().position(|&id| {
+            matches!(&self.reqs[id], Some(Req { kind: Kind::Recv { m, .. }, .. }) if m.accepts(src, frame))
+        })?;
+        Some(self.posted.remove(hit))
+    }
+
+    /// Keeps a message no receive has matched yet.
+    fn buffer_unexpected(
+        &mut self,
+        src: usize,
+        frame: Frame,
+        data: Vec<u8>,
+        announced: Option<u64>,
+    ) -> Target {
+        let id = self.next_unexpected;
+        self.next_unexpected += 1;
+        self.unexpected.push_back(Unexpected {
+            id,
+            src,
+            frame,
+            data,
+            complete: false,
+            claimed: None,
+            announced,
+        });
+        Target::Unexpected(id)
+    }
+
+    /// The payload of `frame` follows on `src`'s link, for `target`.
+    fn start_body(&mut self, src: usize, frame: Frame, target: Target) {
         self.rx[src] = Rx::Body {
             frame,
             target,

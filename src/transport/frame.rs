@@ -1,43 +1,84 @@
 //! The header that precedes every message on a link.
 
 /// Encoded header length in bytes.
-pub const FRAME_BYTES: usize = 24;
+pub const FRAME_BYTES: usize = 32;
 const MAGIC: u32 = 0xFC01_F4A3;
 
-/// Message envelope: context id, tag and payload length.
+/// What a header announces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A message whose `len` bytes follow at once.
+    Eager = 0,
+    /// Ready to send: a message of `len` bytes waits for the receiver to
+    /// ask for it (`Cts`); `token` names the sender's request.
+    Rts = 1,
+    /// Clear to send: the message named by `token` may come, into the
+    /// receiver's place named by `len`.
+    Cts = 2,
+    /// The data of a message asked for by `Cts`: `token` is the receiver's
+    /// place, `len` bytes follow.
+    Data = 3,
+}
+
+/// Message envelope: kind, context id, tag, payload length and a token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame {
+    /// What follows.
+    pub kind: FrameKind,
     /// Communicator context (point-to-point and collective contexts differ).
     pub ctx: u32,
     /// MPI tag, or a collective's (sequence, step) tag.
     pub tag: i32,
-    /// Payload bytes that follow.
+    /// Payload bytes (or, for `Cts`, the receiver's place).
     pub len: u64,
+    /// Names a request in a rendezvous (`Rts`, `Cts`, `Data`).
+    pub token: u64,
 }
 
 impl Frame {
+    /// An eager message header.
+    pub fn eager(ctx: u32, tag: i32, len: usize) -> Frame {
+        Frame {
+            kind: FrameKind::Eager,
+            ctx,
+            tag,
+            len: len as u64,
+            token: 0,
+        }
+    }
+
     /// Serialises the header.
     pub fn encode(&self) -> [u8; FRAME_BYTES] {
         let mut b = [0u8; FRAME_BYTES];
         b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
         b[4..8].copy_from_slice(&self.ctx.to_le_bytes());
         b[8..12].copy_from_slice(&self.tag.to_le_bytes());
+        b[12] = self.kind as u8;
         b[16..24].copy_from_slice(&self.len.to_le_bytes());
+        b[24..32].copy_from_slice(&self.token.to_le_bytes());
         b
     }
 
-    /// Parses a header; `None` if the magic is wrong (corrupted stream).
+    /// Parses a header; `None` if it is not one (corrupted stream).
     pub fn decode(b: &[u8; FRAME_BYTES]) -> Option<Frame> {
         let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let long = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         if word(0) != MAGIC {
             return None;
         }
-        let mut len = [0u8; 8];
-        len.copy_from_slice(&b[16..24]);
+        let kind = match b[12] {
+            0 => FrameKind::Eager,
+            1 => FrameKind::Rts,
+            2 => FrameKind::Cts,
+            3 => FrameKind::Data,
+            _ => return None,
+        };
         Some(Frame {
+            kind,
             ctx: word(4),
             tag: word(8) as i32,
-            len: u64::from_le_bytes(len),
+            len: long(16),
+            token: long(24),
         })
     }
 }
@@ -49,13 +90,18 @@ mod tests {
     #[test]
     fn roundtrip_and_reject_garbage() {
         let f = Frame {
+            kind: FrameKind::Rts,
             ctx: 7,
             tag: -5,
             len: 1 << 40,
+            token: u64::MAX - 3,
         };
         assert_eq!(Frame::decode(&f.encode()), Some(f));
         let mut bad = f.encode();
         bad[0] ^= 1;
+        assert_eq!(Frame::decode(&bad), None);
+        let mut bad = f.encode();
+        bad[12] = 9;
         assert_eq!(Frame::decode(&bad), None);
     }
 }
