@@ -4,6 +4,7 @@
 
 pub mod coll;
 pub mod comm;
+pub mod copy;
 pub mod dtype;
 pub mod error;
 pub mod ffi;

@@ -3,6 +3,7 @@
 //! allgather for large commutative reductions, or reduce + broadcast.
 
 use super::{allgather, bcast, even_blocks, reduce, reduce_scatter, select, slots, Ctx, Reducer};
+use crate::copy::copy;
 use crate::error::Result;
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -10,7 +11,7 @@ use crate::transport::shm::slots::SLOT_DATA;
 /// in place (input in `recv`).
 pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reducer) -> Result<()> {
     if let Some(s) = send {
-        recv.copy_from_slice(s);
+        copy(recv, s);
     }
     if c.size() == 1 || recv.is_empty() {
         return Ok(());
@@ -30,9 +31,10 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
             allgather::ring_in_place(c, recv, &blocks)
         }
         select::Allreduce::ReduceBcast => {
-            if let Some(res) = reduce::binomial(c, recv.to_vec(), 0, red)? {
-                recv.copy_from_slice(&res);
-            }
+            let input = c.copy_of(recv);
+            let r = reduce::binomial(c, &input, Some(recv), 0, red);
+            c.give_back(input);
+            r?;
             bcast::bcast(c, recv, 0)
         }
     }
@@ -42,7 +44,7 @@ fn recursive_doubling(c: &mut Ctx, buf: &mut [u8], red: &Reducer) -> Result<()> 
     let (n, r) = (c.size(), c.rank());
     let p2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
     let rem = n - p2;
-    let mut tmp = c.zeroed(buf.len());
+    let mut tmp = c.scratch(buf.len());
     // Fold the first 2*rem ranks pairwise so a power of two remains; each
     // survivor stands for a contiguous run of ranks, keeping rank order.
     let nr = if r < 2 * rem {

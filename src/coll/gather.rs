@@ -2,6 +2,7 @@
 //! message at once.
 
 use super::{copy_own, select, send_blocks, slots, split_blocks, Ctx};
+use crate::copy::copy;
 use crate::error::{Error, Result};
 
 /// Gathers each rank's `send` into block `r` of `recv` on the root.
@@ -32,7 +33,7 @@ pub fn gatherv(
                 parts[root].len()
             )));
         }
-        parts[root].copy_from_slice(s);
+        copy(parts[root], s);
     }
     let mut recvs: Vec<(usize, &mut [u8])> = parts
         .into_iter()

@@ -15,6 +15,7 @@ pub mod slots;
 
 use crate::comm::engine::Engine;
 use crate::comm::Comm;
+use crate::copy::copy;
 use crate::error::{Error, Result};
 
 /// A reduction as algorithms see it.
@@ -39,7 +40,7 @@ impl Reducer<'_> {
     pub fn fold_right(&self, acc: &mut [u8], right: &mut [u8]) {
         if !acc.is_empty() {
             (self.apply)(acc, right);
-            acc.copy_from_slice(right);
+            copy(acc, right);
         }
     }
 }
@@ -82,17 +83,16 @@ impl<'a> Ctx<'a> {
         self.comm.size()
     }
 
-    /// Scratch space of `len` zero bytes, from the engine's buffer pool.
-    pub fn zeroed(&mut self, len: usize) -> Vec<u8> {
-        let mut v = self.eng.buffer_for(len);
-        v.resize(len, 0);
-        v
+    /// Scratch space of `len` bytes from the engine's buffer pool; its
+    /// contents are left over from earlier use (only filling is paid for).
+    pub fn scratch(&mut self, len: usize) -> Vec<u8> {
+        self.eng.scratch_for(len)
     }
 
     /// A copy of `src` in a buffer from the engine's pool.
     pub fn copy_of(&mut self, src: &[u8]) -> Vec<u8> {
-        let mut v = self.eng.buffer_for(src.len());
-        v.extend_from_slice(src);
+        let mut v = self.eng.scratch_for(src.len());
+        copy(&mut v, src);
         v
     }
 
@@ -224,6 +224,6 @@ pub fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
             dst.len()
         )));
     }
-    dst.copy_from_slice(src);
+    copy(dst, src);
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! ops by reducing to rank 0 first), or ring reduce-scatter + gather.
 
 use super::{even_blocks, gather, reduce_scatter, select, slots, Ctx, Reducer};
+use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -21,28 +22,34 @@ pub fn reduce(
             return slots::reduce(c, send, recv, root, red);
         }
     }
-    let input = match (send, recv.as_deref()) {
-        (Some(s), _) => c.copy_of(s),
-        (None, Some(r)) => c.copy_of(r),
+    let bytes = match (send, recv.as_deref()) {
+        (Some(s), _) => s.len(),
+        (None, Some(r)) => r.len(),
         (None, None) => return Err(Error::InvalidArg("reduce without a buffer".into())),
     };
-    let bytes = input.len();
     if c.size() == 1 {
-        if let Some(out) = recv {
-            out.copy_from_slice(&input);
+        if let (Some(out), Some(s)) = (recv, send) {
+            copy(out, s);
         }
         return Ok(());
     }
     match select::reduce(c, bytes, red.extent, red.commutative) {
-        select::Reduce::Binomial => {
-            if let (Some(out), Some(res)) = (recv, binomial(c, input, root, red)?) {
-                out.copy_from_slice(&res);
-                c.give_back(res);
+        select::Reduce::Binomial => match send {
+            Some(s) => binomial(c, s, recv, root, red),
+            None => {
+                // In place at the root: the input is what `recv` holds now.
+                let out = recv.expect("checked above");
+                let input = c.copy_of(out);
+                let r = binomial(c, &input, Some(out), root, red);
+                c.give_back(input);
+                r
             }
-            Ok(())
-        }
+        },
         select::Reduce::Rsag => {
-            let mut data = input;
+            let mut data = match send {
+                Some(s) => c.copy_of(s),
+                None => c.copy_of(recv.as_deref().expect("checked above")),
+            };
             let blocks = even_blocks(bytes, red.extent, c.size());
             reduce_scatter::ring_in_place(c, &mut data, &blocks, red)?;
             let (o, l) = blocks[c.rank()];
@@ -53,19 +60,45 @@ pub fn reduce(
     }
 }
 
-/// Binomial-tree reduction of `acc` (this rank's contribution); the root
-/// gets `Some(result)`. Non-commutative ops are reduced to rank 0 in rank
-/// order, then moved to the root.
+/// Binomial-tree reduction of every rank's `input` into `out` on the root
+/// (`out` is only used there). Non-commutative ops are reduced to rank 0 in
+/// rank order, then moved to the root. Leaves send their input as it is;
+/// only inner ranks copy it.
 pub fn binomial(
     c: &mut Ctx,
-    mut acc: Vec<u8>,
+    input: &[u8],
+    mut out: Option<&mut [u8]>,
     root: usize,
     red: &Reducer,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<()> {
     let (n, r) = (c.size(), c.rank());
     let target = if red.commutative { root } else { 0 };
     let vr = (r + n - target) % n;
-    let mut tmp = c.zeroed(acc.len());
+    // A rank receives partial results iff its lowest bit is clear and it
+    // has a right neighbour; others send their own input once.
+    let receives = vr % 2 == 0 && vr + 1 < n;
+    if !receives && vr != 0 {
+        let mask = vr & vr.wrapping_neg();
+        let parent = (vr - mask + target) % n;
+        c.send(mask.trailing_zeros(), parent, input)?;
+        // A root that is not the target gets the result from it.
+        if let (true, Some(o)) = (r == root && target != root, out) {
+            c.recv(31, target, o)?;
+        }
+        return Ok(());
+    }
+    let mut own = Vec::new();
+    let acc: &mut [u8] = match out.as_deref_mut() {
+        Some(o) if r == root && target == root => {
+            copy(o, input);
+            o
+        }
+        _ => {
+            own = c.copy_of(input);
+            &mut own
+        }
+    };
+    let mut tmp = c.scratch(input.len());
     let (mut mask, mut step) = (1, 0);
     while mask < n {
         if vr & mask == 0 {
@@ -73,10 +106,14 @@ pub fn binomial(
             if peer < n {
                 c.recv(step, (peer + target) % n, &mut tmp)?;
                 // acc covers ranks [vr, vr+mask), tmp the ones right after.
-                red.fold_right(&mut acc, &mut tmp);
+                if red.commutative {
+                    red.fold_left(&tmp, acc);
+                } else {
+                    red.fold_right(acc, &mut tmp);
+                }
             }
         } else {
-            c.send(step, (vr - mask + target) % n, &acc)?;
+            c.send(step, (vr - mask + target) % n, acc)?;
             break;
         }
         mask <<= 1;
@@ -85,14 +122,11 @@ pub fn binomial(
     c.give_back(tmp);
     if target != root {
         if r == target {
-            c.send(31, root, &acc)?;
-        } else if r == root {
-            c.recv(31, target, &mut acc)?;
+            c.send(31, root, &own)?;
+        } else if let (true, Some(o)) = (r == root, out) {
+            c.recv(31, target, o)?;
         }
     }
-    if r == root {
-        return Ok(Some(acc));
-    }
-    c.give_back(acc);
-    Ok(None)
+    c.give_back(own);
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! rank 0 followed by a scatter.
 
 use super::{gather, reduce, select, slots, Ctx, Reducer};
+use crate::copy::copy;
 use crate::error::Result;
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -21,7 +22,7 @@ pub fn ring_in_place(
     let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
     let piece = (PIECE / red.extent).max(1) * red.extent;
     let longest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
-    let mut tmp = c.zeroed(longest.min(piece));
+    let mut tmp = c.scratch(longest.min(piece));
     for s in 0..n.saturating_sub(1) {
         let (so, sl) = blocks[(r + 2 * n - s - 1) % n];
         let (ro, rl) = blocks[(r + 2 * n - s - 2) % n];
@@ -81,12 +82,14 @@ pub fn reduce_scatter(
     match select::reduce_scatter(c, red.commutative) {
         select::ReduceScatter::Ring => {
             ring_in_place(c, &mut data, &blocks, red)?;
-            recv[..bl].copy_from_slice(&data[bo..bo + bl]);
+            copy(&mut recv[..bl], &data[bo..bo + bl]);
             c.give_back(data);
         }
         select::ReduceScatter::ReduceScatterv => {
-            let full = reduce::binomial(c, data, 0, red)?;
+            let mut full = (r == 0).then(|| c.scratch(total));
+            reduce::binomial(c, &data, full.as_deref_mut(), 0, red)?;
             gather::scatterv(c, full.as_deref(), &blocks, Some(&mut recv[..bl]), 0)?;
+            c.give_back(data);
             if let Some(f) = full {
                 c.give_back(f);
             }

@@ -2,13 +2,14 @@
 //! non-commutative ops are correct.
 
 use super::{Ctx, Reducer};
+use crate::copy::copy;
 use crate::error::Result;
 
 /// `recv` on rank r = x0 (op) ... (op) xr; `send == None` means in place.
 pub fn scan(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reducer) -> Result<()> {
     let (n, r) = (c.size(), c.rank());
     if let Some(s) = send {
-        recv.copy_from_slice(s);
+        copy(recv, s);
     }
     if r > 0 {
         let mut prefix = vec![0u8; recv.len()];

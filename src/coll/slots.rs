@@ -14,6 +14,7 @@
 //! (only where the receiver cannot know the size in advance).
 
 use super::{copy_own, send_blocks, split_blocks, Ctx, Reducer};
+use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::{Area, DEPTH, SLOT_DATA};
 use crate::transport::shm::Segment;
@@ -166,7 +167,8 @@ fn finish(c: &mut Ctx, call: Call, read_all: bool) {
 /// `out = d0 op (d1 op (... op d(n-1)))`.
 fn fold_all(c: &Ctx, call: &Call, off: usize, out: &mut [u8], red: &Reducer) {
     let n = c.size();
-    out.copy_from_slice(part(c, call, n - 1, off, out.len()));
+    let len = out.len();
+    copy(out, part(c, call, n - 1, off, len));
     for p in (0..n - 1).rev() {
         red.fold_left(part(c, call, p, off, out.len()), out);
     }
@@ -186,12 +188,13 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     let call = begin(c)?;
     if c.rank() == root {
         publish_quiet(c, &call, buf.len(), false, |d| {
-            d.copy_from_slice(buf);
+            copy(d, buf);
             Ok(())
         })?;
     } else {
         wait_flag(c, &call, root)?;
-        buf.copy_from_slice(part(c, &call, root, 0, buf.len()));
+        let len = buf.len();
+        copy(buf, part(c, &call, root, 0, len));
     }
     finish(c, call, false);
     Ok(())
@@ -213,7 +216,7 @@ pub fn reduce(
     let call = begin(c)?;
     // Only the root waits, for flags that `finish` announces.
     publish_quiet(c, &call, len, false, |d| {
-        d.copy_from_slice(input);
+        copy(d, input);
         Ok(())
     })?;
     if c.rank() != root {
@@ -236,7 +239,7 @@ pub fn reduce(
 pub fn allreduce(c: &mut Ctx, buf: &mut [u8], red: &Reducer) -> Result<()> {
     let call = begin(c)?;
     publish(c, &call, buf.len(), false, |d| {
-        d.copy_from_slice(buf);
+        copy(d, buf);
         Ok(())
     })?;
     wait_all(c, &call)?;
@@ -259,7 +262,7 @@ pub fn reduce_scatter(
     let call = begin(c)?;
     let data = send.unwrap_or(out);
     publish(c, &call, total, false, |d| {
-        d.copy_from_slice(&data[..total]);
+        copy(d, &data[..total]);
         Ok(())
     })?;
     wait_all(c, &call)?;
@@ -284,13 +287,13 @@ pub fn allgatherv(
     let call = begin(c)?;
     let own: &[u8] = parts[me];
     publish(c, &call, own.len(), false, |d| {
-        d.copy_from_slice(own);
+        copy(d, own);
         Ok(())
     })?;
     for p in (0..c.size()).filter(|&p| p != me) {
         wait_flag(c, &call, p)?;
         let len = parts[p].len();
-        parts[p].copy_from_slice(part(c, &call, p, 0, len));
+        copy(parts[p], part(c, &call, p, 0, len));
     }
     finish(c, call, true);
     Ok(())
@@ -316,7 +319,7 @@ fn write_table(d: &mut [u8], blocks: &[&[u8]]) {
     for (p, b) in blocks.iter().enumerate() {
         put_u64(d, 16 * p, off);
         put_u64(d, 16 * p + 8, b.len());
-        d[off..off + b.len()].copy_from_slice(b);
+        copy(&mut d[off..off + b.len()], b);
         off += b.len();
     }
 }
@@ -346,7 +349,7 @@ pub fn gatherv(
         } else {
             publish_quiet(c, &call, 8 + s.len(), false, |d| {
                 put_u64(d, 0, s.len());
-                d[8..].copy_from_slice(s);
+                copy(&mut d[8..], s);
                 Ok(())
             })?;
         }
@@ -374,7 +377,7 @@ pub fn gatherv(
             finish(c, call, true);
             return Err(mismatch(p, len, dst.len()));
         }
-        dst.copy_from_slice(part(c, &call, p, 8, len));
+        copy(dst, part(c, &call, p, 8, len));
     }
     finish(c, call, true);
     if !msgs.is_empty() {
@@ -403,7 +406,7 @@ pub fn scatterv(
         let entry = part(c, &call, root, 16 * me, 16);
         let (off, len) = (get_u64(entry, 0), get_u64(entry, 8));
         let res = if len == d.len() {
-            d.copy_from_slice(part(c, &call, root, off, len));
+            copy(d, part(c, &call, root, off, len));
             Ok(())
         } else {
             Err(mismatch(root, len, d.len()))
@@ -470,7 +473,7 @@ pub fn alltoallv(
         let entry = part(c, &call, p, 16 * me, 16);
         let (off, len) = (get_u64(entry, 0), get_u64(entry, 8));
         if len == dst.len() {
-            dst.copy_from_slice(part(c, &call, p, off, len));
+            copy(dst, part(c, &call, p, off, len));
         } else {
             bad.get_or_insert(mismatch(p, len, dst.len()));
         }

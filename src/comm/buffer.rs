@@ -58,7 +58,8 @@ impl RawBuf {
         }
         assert!(off + src.len() <= self.len);
         // SAFETY: `new`'s contract makes the range writable and unaliased;
-        // the assert keeps the copy inside it.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(off), src.len()) }
+        // the assert keeps the slice inside it.
+        let dst = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), src.len()) };
+        crate::copy::copy(dst, src);
     }
 }

@@ -4,6 +4,7 @@
 //! spin, then yield, then futex sleep, noticing dead peers and deadlines.
 
 use super::buffer::RawBuf;
+use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::param::params;
 use crate::transport::frame::{Frame, FrameKind, FRAME_BYTES};
@@ -414,18 +415,23 @@ impl Engine {
         self.recycle(u.data);
     }
 
-    /// An empty buffer with room for `len` bytes (unexpected messages,
-    /// collectives' scratch), reusing one kept from earlier: large fresh
-    /// allocations come from mmap and cost a page fault per 4 KiB, every
-    /// time.
-    pub fn buffer_for(&mut self, len: usize) -> Vec<u8> {
-        match self.spare.iter().position(|v| v.capacity() >= len) {
+    /// Scratch space of `len` bytes (unexpected messages, collectives'
+    /// temporaries) holding whatever an earlier user left: pooled buffers
+    /// keep their length, so reuse costs no zeroing, and large fresh
+    /// allocations (mmap, a page fault per 4 KiB every time) are rare.
+    pub fn scratch_for(&mut self, len: usize) -> Vec<u8> {
+        let mut v = match self.spare.iter().position(|v| v.capacity() >= len) {
             Some(i) => self.spare.swap_remove(i),
             None => Vec::with_capacity(len),
+        };
+        if v.len() < len {
+            v.resize(len, 0);
         }
+        v.truncate(len);
+        v
     }
 
-    /// Keeps a buffer that is no longer needed for `buffer_for`.
+    /// Keeps a buffer that is no longer needed for `scratch_for`.
     pub fn recycle(&mut self, mut data: Vec<u8>) {
         let pooled: usize = self.spare.iter().map(Vec::capacity).sum();
         if data.capacity() >= SPARE_MIN
@@ -445,7 +451,8 @@ impl Engine {
                 }
                 self.spare.swap_remove(i);
             }
-            data.clear();
+            // Keep the length: scratch users then need not zero it again.
+            data.resize(data.capacity(), 0);
             self.spare.push(data);
         }
     }
@@ -489,7 +496,7 @@ impl Engine {
         for i in 0..self.unexpected.len() {
             if let Some(token) = self.unexpected[i].announced.take() {
                 let len = self.unexpected[i].frame.len as usize;
-                let data = self.buffer_for(len);
+                let data = self.scratch_for(len);
                 let u = &mut self.unexpected[i];
                 u.data = data;
                 asked.push((u.src, token, place_token(&Target::Unexpected(u.id))));
@@ -909,7 +916,7 @@ impl Engine {
                                 .find(|u| u.id == uid)
                                 .expect("buffered message exists");
                             read += self.links[src].read_with(want, |s| {
-                                u.data.extend_from_slice(s);
+                                copy(&mut u.data[o..o + s.len()], s);
                                 o += s.len();
                             });
                         }
@@ -940,7 +947,7 @@ impl Engine {
                 let target = match self.match_posted(src, &frame) {
                     Some(id) => Target::Req(id),
                     None => {
-                        let data = self.buffer_for(frame.len as usize);
+                        let data = self.scratch_for(frame.len as usize);
                         self.buffer_unexpected(src, frame, data, None)
                     }
                 };

@@ -4,6 +4,7 @@
 //! bytes ever read (only the consumer stores it); each sits on its own cache
 //! line so the two sides do not false-share.
 
+use crate::copy::copy;
 use crossbeam::utils::CachePadded;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -74,8 +75,14 @@ impl Ring {
         // SAFETY: [at, at+first) and [0, n-first) lie inside the data area and
         // are free (head - tail + n <= cap), so the consumer is not reading them.
         unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), self.data.add(at), first);
-            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), self.data, n - first);
+            copy(
+                std::slice::from_raw_parts_mut(self.data.add(at), first),
+                &src[..first],
+            );
+            copy(
+                std::slice::from_raw_parts_mut(self.data, n - first),
+                &src[first..n],
+            );
         }
         c.head.store(head + n as u64, Ordering::Release);
         n
@@ -109,7 +116,7 @@ impl Ring {
     pub fn read_some(&self, dst: &mut [u8]) -> usize {
         let mut off = 0;
         self.read_with(dst.len(), |s| {
-            dst[off..off + s.len()].copy_from_slice(s);
+            copy(&mut dst[off..off + s.len()], s);
             off += s.len();
         })
     }
