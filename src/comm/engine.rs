@@ -420,7 +420,15 @@ impl Engine {
     /// keep their length, so reuse costs no zeroing, and large fresh
     /// allocations (mmap, a page fault per 4 KiB every time) are rare.
     pub fn scratch_for(&mut self, len: usize) -> Vec<u8> {
-        let mut v = match self.spare.iter().position(|v| v.capacity() >= len) {
+        // The smallest buffer that fits, so large ones stay for large needs.
+        let best = self
+            .spare
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.capacity() >= len)
+            .min_by_key(|(_, v)| v.capacity())
+            .map(|(i, _)| i);
+        let mut v = match best {
             Some(i) => self.spare.swap_remove(i),
             None => Vec::with_capacity(len),
         };
@@ -432,7 +440,7 @@ impl Engine {
     }
 
     /// Keeps a buffer that is no longer needed for `scratch_for`.
-    pub fn recycle(&mut self, mut data: Vec<u8>) {
+    pub fn recycle(&mut self, data: Vec<u8>) {
         let pooled: usize = self.spare.iter().map(Vec::capacity).sum();
         if data.capacity() >= SPARE_MIN
             && data.capacity() <= SPARE_MAX
@@ -451,8 +459,7 @@ impl Engine {
                 }
                 self.spare.swap_remove(i);
             }
-            // Keep the length: scratch users then need not zero it again.
-            data.resize(data.capacity(), 0);
+            // Keep the length: up to it, scratch users need not zero again.
             self.spare.push(data);
         }
     }
@@ -1125,5 +1132,29 @@ impl Engine {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_pool_reuses_best_fit_without_growing_lengths() {
+        let mut e = Engine::singleton();
+        let mut big = Vec::with_capacity(8 << 20);
+        big.resize(100, 7u8);
+        e.recycle(big);
+        e.recycle(vec![1u8; 64 * 1024]);
+        // Best fit: the 64 KiB buffer, cut to length, contents left as is.
+        let v = e.scratch_for(1000);
+        assert_eq!((v.len(), v.capacity()), (1000, 64 * 1024));
+        assert!(v.iter().all(|&b| b == 1));
+        e.recycle(v);
+        // A recycled buffer keeps its length: nothing is zeroed on the way.
+        assert!(e.spare.iter().all(|v| v.len() <= 1000));
+        let w = e.scratch_for(1 << 20);
+        assert_eq!((w.len(), w.capacity()), (1 << 20, 8 << 20));
+        assert!(w[..100].iter().all(|&b| b == 7) && w[100..].iter().all(|&b| b == 0));
     }
 }
