@@ -3,7 +3,9 @@
 
 Reads RESULTS_DIR/raw/<lib>-np<N>-r<round>.txt (mpibench output), runs.tsv and
 skipped.tsv; prints one table per rank count with the median over rounds of
-each cell, then one verdict line per foundation target.
+each cell, then one verdict line per target (the foundation's, then the
+shared-memory performance issue's), and writes busbw.png (busbw against size,
+one panel per op and rank count) when matplotlib is installed.
 """
 import re
 import statistics
@@ -134,6 +136,85 @@ def verdict(name, stats, pred, versus, limit, why_not):
             f"limit {limit:g}, cells compared: {n})")
 
 
+def algbw(nbytes, us):
+    return nbytes / (us * 1e-6) / 1e9
+
+
+def print_perf_verdicts(all_stats, why):
+    """The shared-memory performance issue's targets. A bandwidth factor f
+    over a peer is a time ratio of at most 1/f (same bytes, same formula)."""
+    two, four = all_stats.get(2), all_stats.get(4)
+    small = lambda b: 8 <= b <= 4 * KIB
+    print(verdict("VERDICT perf 2 ranks: allreduce latency <= 0.8x best peer for 8 B - 4 KiB",
+                  two, lambda op, b: op == "allreduce" and small(b), PEERS, 0.8, why(2)))
+    print(verdict("VERDICT perf 2 ranks: allreduce busbw >= 1.5x best peer from 64 KiB",
+                  two, lambda op, b: op == "allreduce" and b >= 64 * KIB, PEERS, 1 / 1.5,
+                  why(2)))
+    print(verdict("VERDICT perf 2 ranks: allreduce busbw >= 2x best peer from 8 MiB",
+                  two, lambda op, b: op == "allreduce" and b >= 8 * MIB, PEERS, 0.5, why(2)))
+    cell = two.get(("allreduce", 32 * MIB)) if two else None
+    if cell and cell["ferrocoll"]:
+        bw = algbw(32 * MIB, cell["ferrocoll"][0])
+        state = "MET" if bw >= 4.0 else "NOT MET"
+        print(f"VERDICT perf 2 ranks: allreduce 32 MiB algbw >= 4 GB/s: {state} ({bw:.2f} GB/s)")
+    else:
+        print("VERDICT perf 2 ranks: allreduce 32 MiB algbw >= 4 GB/s: NOT EVALUATED "
+              "(no 32 MiB allreduce cell)")
+    print(verdict("VERDICT perf 4 ranks: allreduce latency <= 0.5x Open MPI below 64 KiB",
+                  four, lambda op, b: op == "allreduce" and b < 64 * KIB, ["openmpi"], 0.5,
+                  why(4)))
+    print(verdict("VERDICT perf 4 ranks: allreduce bandwidth >= 1.5x Open MPI from 64 KiB",
+                  four, lambda op, b: op == "allreduce" and b >= 64 * KIB, ["openmpi"],
+                  1 / 1.5, why(4)))
+    others = lambda op: op not in ("allreduce", "pingpong")
+    for ranks, stats in ((2, two), (4, four)):
+        print(verdict(f"VERDICT perf {ranks} ranks: other collectives >= 1.0x best peer "
+                      "at every size", stats, lambda op, b: others(op), PEERS, 1.0, why(ranks)))
+        print(verdict(f"VERDICT perf {ranks} ranks: other collectives >= 1.5x best peer "
+                      "from 1 MiB", stats, lambda op, b: others(op) and b >= MIB, PEERS,
+                      1 / 1.5, why(ranks)))
+
+
+def plot(all_stats, path):
+    """busbw against size for the three libraries, one panel per op and rank
+    count (log-log)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("# plot skipped: matplotlib is not installed (python3 -m pip install matplotlib)")
+        return
+    panels = [(ranks, op) for ranks, stats in sorted(all_stats.items())
+              for op in dict.fromkeys(op for op, _ in stats) if op != "barrier"]
+    if not panels:
+        return
+    cols = 4
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    for ax, (ranks, op) in zip(axes.flat, panels):
+        stats = all_stats[ranks]
+        for lib in LIBS:
+            pts = sorted((b, s[lib][1]) for (o, b), s in stats.items()
+                         if o == op and s[lib] and b > 0 and s[lib][1] > 0)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=lib)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"{op}, {ranks} ranks", fontsize=9)
+        ax.set_xlabel("bytes", fontsize=8)
+        ax.set_ylabel("busbw GB/s", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    print(f"# plot: {path}")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: compare.py RESULTS_DIR")
@@ -192,6 +273,9 @@ def main():
                   PEERS, 1.0, why(2)))
     print(verdict("VERDICT 4 ranks: no slower than Open MPI at any size (all ops)",
                   all_stats.get(4), lambda op, b: True, ["openmpi"], 1.0, why(4)))
+
+    print_perf_verdicts(all_stats, why)
+    plot(all_stats, results / "busbw.png")
 
     bad, checked = [], 0
     for ranks, stats in sorted(all_stats.items()):

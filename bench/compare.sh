@@ -190,5 +190,9 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/meta.txt"
 
+# The plot needs matplotlib (PyPI); the tables do not.
+python3 -c 'import matplotlib' 2>/dev/null ||
+  python3 -m pip install --quiet matplotlib >/dev/null 2>&1 ||
+  log "matplotlib not installed and pip failed: tables only, no plot"
 python3 "$HERE/compare.py" "$OUT" | tee "$OUT/table.txt"
 log "results in $OUT"
