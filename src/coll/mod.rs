@@ -178,11 +178,23 @@ pub fn split_blocks<'b>(
     mut buf: &'b mut [u8],
     blocks: &[(usize, usize)],
 ) -> Result<Vec<&'b mut [u8]>> {
-    let mut order: Vec<usize> = (0..blocks.len()).filter(|&i| blocks[i].1 > 0).collect();
-    order.sort_by_key(|&i| blocks[i].0);
+    // Usually the blocks come in offset order already; sort only if not.
+    let in_order = blocks
+        .iter()
+        .filter(|b| b.1 > 0)
+        .try_fold(0usize, |end, b| (b.0 >= end).then_some(b.0 + b.1))
+        .is_some();
+    let order: Vec<usize> = if in_order {
+        Vec::new()
+    } else {
+        let mut o: Vec<usize> = (0..blocks.len()).filter(|&i| blocks[i].1 > 0).collect();
+        o.sort_by_key(|&i| blocks[i].0);
+        o
+    };
     let mut out: Vec<&'b mut [u8]> = (0..blocks.len()).map(|_| Default::default()).collect();
     let mut pos = 0;
-    for i in order {
+    let sorted = (0..blocks.len()).filter(|&i| in_order && blocks[i].1 > 0);
+    for i in sorted.chain(order) {
         let (off, len) = blocks[i];
         if off < pos || off + len > pos + buf.len() {
             return Err(Error::InvalidArg(format!(

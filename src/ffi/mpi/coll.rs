@@ -22,41 +22,67 @@ fn bad_root(root: c_int, n: usize) -> MpiResult<usize> {
         })
 }
 
-/// Byte blocks of a v-variant, relative to the lowest displacement (which
-/// may be negative): (start offset from the buffer pointer, span, blocks).
-fn v_blocks(counts: &[c_int], displs: &[c_int], t: &TypeInfo) -> MpiResult<VBlocks> {
-    let mut raw = Vec::with_capacity(counts.len());
-    for (&c, &d) in counts.iter().zip(displs) {
-        let len = t.bytes(c)?;
-        let off = (d as isize)
-            .checked_mul(t.extent as isize)
-            .ok_or_else(|| MpiErr::new(MPI_ERR_ARG, format!("displacement {d} overflows")))?;
-        raw.push((off, len));
+/// Per-rank counts and displacements (in extents) of a collective buffer.
+#[derive(Clone, Copy)]
+enum Layout<'a> {
+    /// `n` blocks of `count` elements, block `p` at `p * count` (the
+    /// non-v collectives; computed, never materialised).
+    Uniform { n: usize, count: c_int },
+    /// The arrays a v-variant was given.
+    Listed {
+        counts: &'a [c_int],
+        displs: &'a [c_int],
+    },
+}
+
+impl Layout<'_> {
+    fn len(&self) -> usize {
+        match *self {
+            Layout::Uniform { n, .. } => n,
+            Layout::Listed { counts, displs } => counts.len().min(displs.len()),
+        }
     }
-    let base = raw
-        .iter()
-        .filter(|b| b.1 > 0)
-        .map(|b| b.0)
-        .min()
-        .unwrap_or(0)
-        .min(0);
-    let end = raw
-        .iter()
-        .filter(|b| b.1 > 0)
-        .map(|b| b.0 + b.1 as isize)
-        .max()
-        .unwrap_or(0)
-        .max(base);
-    let blocks = raw
-        .iter()
-        .map(|&(o, l)| {
-            if l == 0 {
+
+    /// (count, displacement) of rank `p`.
+    fn at(&self, p: usize) -> (c_int, i64) {
+        match *self {
+            Layout::Uniform { count, .. } => (count, p as i64 * i64::from(count)),
+            Layout::Listed { counts, displs } => (counts[p], i64::from(displs[p])),
+        }
+    }
+}
+
+/// Byte blocks of a layout, relative to the lowest displacement (which
+/// may be negative): (start offset from the buffer pointer, span, blocks).
+fn v_blocks(layout: Layout, t: &TypeInfo) -> MpiResult<VBlocks> {
+    let n = layout.len();
+    let block = |p: usize| -> MpiResult<(isize, usize)> {
+        let (c, d) = layout.at(p);
+        let len = t.bytes(c)?;
+        let off = isize::try_from(d)
+            .ok()
+            .and_then(|d| d.checked_mul(t.extent as isize))
+            .ok_or_else(|| MpiErr::new(MPI_ERR_ARG, format!("displacement {d} overflows")))?;
+        Ok((off, len))
+    };
+    let (mut base, mut end) = (0isize, 0isize);
+    for p in 0..n {
+        let (o, l) = block(p)?;
+        if l > 0 {
+            base = base.min(o);
+            end = end.max(o + l as isize);
+        }
+    }
+    let blocks = (0..n)
+        .map(|p| {
+            let (o, l) = block(p)?;
+            Ok(if l == 0 {
                 (0, 0)
             } else {
                 ((o - base) as usize, l)
-            }
+            })
         })
-        .collect();
+        .collect::<MpiResult<Vec<_>>>()?;
     Ok((base, (end - base) as usize, blocks))
 }
 
@@ -490,8 +516,7 @@ fn gather_body(
     sendcount: c_int,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    counts: &[c_int],
-    displs: &[c_int],
+    layout: Layout,
     recvtype: MPI_Datatype,
     root: usize,
     comm: MPI_Comm,
@@ -526,7 +551,7 @@ fn gather_body(
         });
     }
     let rt_info = rt.type_info(recvtype)?;
-    let (base, span, blocks) = v_blocks(counts, displs, &rt_info)?;
+    let (base, span, blocks) = v_blocks(layout, &rt_info)?;
     check_buf(recvbuf, span, "recvbuf")?;
     if !in_place {
         check_disjoint(sendbuf, sbytes, at(recvbuf, base), span)?;
@@ -580,10 +605,6 @@ pub extern "C" fn PMPI_Gather(
         if me == root {
             count_of(recvcount)?;
         }
-        let counts = vec![recvcount; n];
-        let displs: Vec<c_int> = (0..n)
-            .map(|p| (p as c_int).saturating_mul(recvcount))
-            .collect();
         gather_body(
             rt,
             "MPI_Gather",
@@ -591,8 +612,10 @@ pub extern "C" fn PMPI_Gather(
             sendcount,
             sendtype,
             recvbuf,
-            &counts,
-            &displs,
+            Layout::Uniform {
+                n,
+                count: recvcount,
+            },
             recvtype,
             root,
             comm,
@@ -649,8 +672,10 @@ pub extern "C" fn PMPI_Gatherv(
             sendcount,
             sendtype,
             recvbuf,
-            &counts,
-            &displs,
+            Layout::Listed {
+                counts: &counts,
+                displs: &displs,
+            },
             recvtype,
             root,
             comm,
@@ -664,8 +689,7 @@ fn scatter_body(
     rt: &mut Runtime,
     name: &'static str,
     sendbuf: *const c_void,
-    counts: &[c_int],
-    displs: &[c_int],
+    layout: Layout,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcount: c_int,
@@ -703,7 +727,7 @@ fn scatter_body(
         });
     }
     let st = rt.type_info(sendtype)?;
-    let (base, span, blocks) = v_blocks(counts, displs, &st)?;
+    let (base, span, blocks) = v_blocks(layout, &st)?;
     check_buf(sendbuf, span, "sendbuf")?;
     if !in_place {
         check_disjoint(at(sendbuf, base), span, recvbuf, rbytes)?;
@@ -759,16 +783,14 @@ pub extern "C" fn PMPI_Scatter(
         if me == root {
             count_of(sendcount)?;
         }
-        let counts = vec![sendcount; n];
-        let displs: Vec<c_int> = (0..n)
-            .map(|p| (p as c_int).saturating_mul(sendcount))
-            .collect();
         scatter_body(
             rt,
             "MPI_Scatter",
             sendbuf,
-            &counts,
-            &displs,
+            Layout::Uniform {
+                n,
+                count: sendcount,
+            },
             sendtype,
             recvbuf,
             recvcount,
@@ -825,8 +847,10 @@ pub extern "C" fn PMPI_Scatterv(
             rt,
             "MPI_Scatterv",
             sendbuf,
-            &counts,
-            &displs,
+            Layout::Listed {
+                counts: &counts,
+                displs: &displs,
+            },
             sendtype,
             recvbuf,
             recvcount,
@@ -845,8 +869,7 @@ fn allgather_body(
     sendcount: c_int,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    counts: &[c_int],
-    displs: &[c_int],
+    layout: Layout,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
@@ -858,7 +881,7 @@ fn allgather_body(
         rt.type_info(sendtype)?.bytes(sendcount)?
     };
     let rinfo = rt.type_info(recvtype)?;
-    let (base, span, blocks) = v_blocks(counts, displs, &rinfo)?;
+    let (base, span, blocks) = v_blocks(layout, &rinfo)?;
     check_buf(recvbuf, span, "recvbuf")?;
     if !in_place {
         check_buf(sendbuf, sbytes, "sendbuf")?;
@@ -908,10 +931,6 @@ pub extern "C" fn PMPI_Allgather(
     call("MPI_Allgather", comm, |rt| {
         let (_, n) = rt.size_of(comm)?;
         count_of(recvcount)?;
-        let counts = vec![recvcount; n];
-        let displs: Vec<c_int> = (0..n)
-            .map(|p| (p as c_int).saturating_mul(recvcount))
-            .collect();
         allgather_body(
             rt,
             "MPI_Allgather",
@@ -919,8 +938,10 @@ pub extern "C" fn PMPI_Allgather(
             sendcount,
             sendtype,
             recvbuf,
-            &counts,
-            &displs,
+            Layout::Uniform {
+                n,
+                count: recvcount,
+            },
             recvtype,
             comm,
         )
@@ -967,8 +988,10 @@ pub extern "C" fn PMPI_Allgatherv(
             sendcount,
             sendtype,
             recvbuf,
-            &counts,
-            &displs,
+            Layout::Listed {
+                counts: &counts,
+                displs: &displs,
+            },
             recvtype,
             comm,
         )
@@ -980,19 +1003,17 @@ fn alltoall_body(
     rt: &mut Runtime,
     name: &'static str,
     sendbuf: *const c_void,
-    scounts: &[c_int],
-    sdispls: &[c_int],
+    slayout: Layout,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    rcounts: &[c_int],
-    rdispls: &[c_int],
+    rlayout: Layout,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     rt.comm(comm)?;
     let in_place = is_in_place(sendbuf);
     let rinfo = rt.type_info(recvtype)?;
-    let (rbase, rspan, rblocks) = v_blocks(rcounts, rdispls, &rinfo)?;
+    let (rbase, rspan, rblocks) = v_blocks(rlayout, &rinfo)?;
     check_buf(recvbuf, rspan, "recvbuf")?;
     // SAFETY: the receive buffer covers every block and was checked non-null.
     let recv = unsafe { ptr::bytes_mut(at(recvbuf, rbase), rspan) };
@@ -1010,7 +1031,7 @@ fn alltoall_body(
         });
     }
     let sinfo = rt.type_info(sendtype)?;
-    let (sbase, sspan, sblocks) = v_blocks(scounts, sdispls, &sinfo)?;
+    let (sbase, sspan, sblocks) = v_blocks(slayout, &sinfo)?;
     check_buf(sendbuf, sspan, "sendbuf")?;
     check_disjoint(at(sendbuf, sbase), sspan, at(recvbuf, rbase), rspan)?;
     // SAFETY: the send buffer covers every block, checked non-null, disjoint.
@@ -1059,24 +1080,20 @@ pub extern "C" fn PMPI_Alltoall(
         if !is_in_place(sendbuf) {
             count_of(sendcount)?;
         }
-        let sc = vec![sendcount; n];
-        let sd: Vec<c_int> = (0..n)
-            .map(|p| (p as c_int).saturating_mul(sendcount))
-            .collect();
-        let rc = vec![recvcount; n];
-        let rd: Vec<c_int> = (0..n)
-            .map(|p| (p as c_int).saturating_mul(recvcount))
-            .collect();
         alltoall_body(
             rt,
             "MPI_Alltoall",
             sendbuf,
-            &sc,
-            &sd,
+            Layout::Uniform {
+                n,
+                count: sendcount,
+            },
             sendtype,
             recvbuf,
-            &rc,
-            &rd,
+            Layout::Uniform {
+                n,
+                count: recvcount,
+            },
             recvtype,
             comm,
         )
@@ -1130,12 +1147,16 @@ pub extern "C" fn PMPI_Alltoallv(
             rt,
             "MPI_Alltoallv",
             sendbuf,
-            &sc,
-            &sd,
+            Layout::Listed {
+                counts: &sc,
+                displs: &sd,
+            },
             sendtype,
             recvbuf,
-            &rc,
-            &rd,
+            Layout::Listed {
+                counts: &rc,
+                displs: &rd,
+            },
             recvtype,
             comm,
         )
