@@ -805,6 +805,12 @@ impl Engine {
                     Phase::Announce => 0,
                     _ => buf.len(),
                 };
+            // A message that fits goes out as one unit: one publication, and
+            // the receiver finds header and data together.
+            if *off == 0 && self.links[dst].write_both(hdr, &buf.tail(0)[..total - FRAME_BYTES]) {
+                *off = total;
+                wrote += total;
+            }
             while *off < total {
                 let n = if *off < FRAME_BYTES {
                     self.links[dst].write_some(&hdr[*off..])

@@ -35,6 +35,18 @@ impl Link {
         }
     }
 
+    /// Writes `a` then `b` as one unit if the link has room for both now.
+    pub fn write_both(&mut self, a: &[u8], b: &[u8]) -> bool {
+        match self {
+            Link::Shm { tx, .. } => tx.write_both(a, b),
+            Link::SelfLoop(q) => {
+                q.extend(a);
+                q.extend(b);
+                true
+            }
+        }
+    }
+
     /// Bytes waiting to be read.
     pub fn readable(&self) -> usize {
         match self {

@@ -68,12 +68,36 @@ impl Ring {
         if n == 0 {
             return 0;
         }
-        let c = self.ctrl();
-        let head = c.head.load(Ordering::Relaxed);
-        let at = (head % self.cap as u64) as usize;
+        let head = self.ctrl().head.load(Ordering::Relaxed);
+        self.put(head, &src[..n]);
+        self.ctrl().head.store(head + n as u64, Ordering::Release);
+        n
+    }
+
+    /// Producer: writes `a` then `b` and publishes them together, if both
+    /// fit; the consumer sees a small message whole at its first look.
+    pub fn write_both(&self, a: &[u8], b: &[u8]) -> bool {
+        if a.len() + b.len() > self.writable() {
+            return false;
+        }
+        let head = self.ctrl().head.load(Ordering::Relaxed);
+        self.put(head, a);
+        self.put(head + a.len() as u64, b);
+        self.ctrl()
+            .head
+            .store(head + (a.len() + b.len()) as u64, Ordering::Release);
+        true
+    }
+
+    /// Copies `src` to stream position `pos` (not yet published; the caller
+    /// checked it fits in the free space).
+    fn put(&self, pos: u64, src: &[u8]) {
+        let n = src.len();
+        let at = (pos % self.cap as u64) as usize;
         let first = n.min(self.cap - at);
         // SAFETY: [at, at+first) and [0, n-first) lie inside the data area and
-        // are free (head - tail + n <= cap), so the consumer is not reading them.
+        // are free (the callers checked pos - tail + n <= cap), so the consumer
+        // is not reading them.
         unsafe {
             copy(
                 std::slice::from_raw_parts_mut(self.data.add(at), first),
@@ -84,8 +108,6 @@ impl Ring {
                 &src[first..n],
             );
         }
-        c.head.store(head + n as u64, Ordering::Release);
-        n
     }
 
     /// Consumer: gives up to `max` readable bytes to `f` as one or two
