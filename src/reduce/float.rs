@@ -27,16 +27,20 @@ fn truth<T: Float>(b: bool) -> T {
 
 // `d > s ? d : s` is MPICH's MPL_MAX(inout, in): dst is kept on ties and when either is NaN
 // takes src; it also maps onto maxps/maxpd.
-fn max<T: Float>(s: &[u8], d: &mut [u8]) {
+#[inline(always)]
+pub(super) fn max<T: Float>(s: &[u8], d: &mut [u8]) {
     zip_apply::<T>(s, d, |s, d| if d > s { d } else { s })
 }
-fn min<T: Float>(s: &[u8], d: &mut [u8]) {
+#[inline(always)]
+pub(super) fn min<T: Float>(s: &[u8], d: &mut [u8]) {
     zip_apply::<T>(s, d, |s, d| if d < s { d } else { s })
 }
-fn sum<T: Float>(s: &[u8], d: &mut [u8]) {
+#[inline(always)]
+pub(super) fn sum<T: Float>(s: &[u8], d: &mut [u8]) {
     zip_apply::<T>(s, d, |s, d| s + d)
 }
-fn prod<T: Float>(s: &[u8], d: &mut [u8]) {
+#[inline(always)]
+pub(super) fn prod<T: Float>(s: &[u8], d: &mut [u8]) {
     zip_apply::<T>(s, d, |s, d| s * d)
 }
 // Logical ops on floats: C's `x != 0` (NaN is true, -0.0 is false); result 1.0 or 0.0.

@@ -84,22 +84,26 @@ pub fn f32_to_bf16(x: f32) -> u16 {
 
 macro_rules! half_kernels {
     ($modname:ident, $to:path, $from:path, $one:expr) => {
-        mod $modname {
+        pub(super) mod $modname {
             use super::super::{zip_apply, KernelFn, Op};
             #[inline(always)]
             fn via_f32(s: &[u8], d: &mut [u8], f: impl Fn(f32, f32) -> f32) {
                 zip_apply::<u16>(s, d, |s, d| $from(f($to(s), $to(d))))
             }
-            fn max(s: &[u8], d: &mut [u8]) {
+            #[inline(always)]
+            pub(in crate::reduce) fn max(s: &[u8], d: &mut [u8]) {
                 via_f32(s, d, |s, d| if d > s { d } else { s })
             }
-            fn min(s: &[u8], d: &mut [u8]) {
+            #[inline(always)]
+            pub(in crate::reduce) fn min(s: &[u8], d: &mut [u8]) {
                 via_f32(s, d, |s, d| if d < s { d } else { s })
             }
-            fn sum(s: &[u8], d: &mut [u8]) {
+            #[inline(always)]
+            pub(in crate::reduce) fn sum(s: &[u8], d: &mut [u8]) {
                 via_f32(s, d, |s, d| s + d)
             }
-            fn prod(s: &[u8], d: &mut [u8]) {
+            #[inline(always)]
+            pub(in crate::reduce) fn prod(s: &[u8], d: &mut [u8]) {
                 via_f32(s, d, |s, d| s * d)
             }
             // Logical ops only need "is it zero" (either sign), which the bits tell directly.

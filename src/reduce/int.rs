@@ -108,16 +108,20 @@ fn truth<T: Int>(b: bool) -> T {
     }
 }
 
-fn max<T: Int>(s: &[u8], d: &mut [u8]) {
+#[inline(always)]
+pub(super) fn max<T: Int>(s: &[u8], d: &mut [u8]) {
     zip_apply::<T>(s, d, T::max_of)
 }
-fn min<T: Int>(s: &[u8], d: &mut [u8]) {
+#[inline(always)]
+pub(super) fn min<T: Int>(s: &[u8], d: &mut [u8]) {
     zip_apply::<T>(s, d, T::min_of)
 }
-fn sum<T: Int>(s: &[u8], d: &mut [u8]) {
+#[inline(always)]
+pub(super) fn sum<T: Int>(s: &[u8], d: &mut [u8]) {
     zip_apply::<T>(s, d, |s, d| s.wadd(d))
 }
-fn prod<T: Int>(s: &[u8], d: &mut [u8]) {
+#[inline(always)]
+pub(super) fn prod<T: Int>(s: &[u8], d: &mut [u8]) {
     zip_apply::<T>(s, d, |s, d| s.wmul(d))
 }
 fn land<T: Int>(s: &[u8], d: &mut [u8]) {

@@ -11,6 +11,8 @@
 
 use crate::dtype::ElemType;
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 mod complex;
 mod float;
 mod half;
@@ -73,6 +75,15 @@ pub type KernelFn = fn(src: &[u8], dst: &mut [u8]);
 /// bitwise ops; on Bool the logical ops; on complex types SUM and PROD; on pair types
 /// MINLOC and MAXLOC. Long double, its pair and complex types exist only on x86-64.
 pub fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(k) = avx2::kernel(op, ty) {
+        return Some(k);
+    }
+    baseline(op, ty)
+}
+
+/// The kernel built for the baseline instruction set (SSE2 on x86-64).
+fn baseline(op: Op, ty: ElemType) -> Option<KernelFn> {
     if !cfg!(target_arch = "x86_64")
         && matches!(
             ty,

@@ -1,0 +1,158 @@
+//! The kernels that carry most data, compiled a second time for AVX2 and
+//! chosen at run time when the CPU has it. The baseline x86-64 build only
+//! uses SSE2, which leaves half of each vector register unused; the code is
+//! the same generic loop, only the instruction set differs. Only kernels the
+//! AVX2 build made faster are listed (criterion, 256 KiB in cache, on this
+//! AMD EPYC): sums 18-26 -> 30-35 GiB/s, i32 max/min 17 -> 35, bf16 3-4 -> 6.4,
+//! f16 0.9 -> 1.7. Float max/min and 64-bit integer max/min got slower there
+//! (float max 25 -> 4.5 GiB/s) and stay on the baseline build.
+
+use super::{float, half, int, KernelFn, Op};
+use crate::dtype::ElemType;
+
+macro_rules! wide {
+    ($($name:ident = $scalar:expr;)*) => {
+        $(
+            fn $name(s: &[u8], d: &mut [u8]) {
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2(s: &[u8], d: &mut [u8]) {
+                    $scalar(s, d)
+                }
+                // SAFETY: `kernel` hands this function out only after
+                // detecting AVX2 on this CPU at run time.
+                unsafe { avx2(s, d) }
+            }
+        )*
+    };
+}
+
+wide! {
+    f32_sum = float::sum::<f32>;
+    f32_prod = float::prod::<f32>;
+    f64_sum = float::sum::<f64>;
+    f64_prod = float::prod::<f64>;
+    i32_max = int::max::<i32>;
+    i32_min = int::min::<i32>;
+    i32_sum = int::sum::<i32>;
+    i32_prod = int::prod::<i32>;
+    u32_max = int::max::<u32>;
+    u32_min = int::min::<u32>;
+    u32_sum = int::sum::<u32>;
+    i64_sum = int::sum::<i64>;
+    u64_sum = int::sum::<u64>;
+    f16_max = half::f16k::max;
+    f16_min = half::f16k::min;
+    f16_sum = half::f16k::sum;
+    f16_prod = half::f16k::prod;
+    bf16_max = half::bf16k::max;
+    bf16_min = half::bf16k::min;
+    bf16_sum = half::bf16k::sum;
+    bf16_prod = half::bf16k::prod;
+}
+
+/// The AVX2 build of (op, ty), if there is one and this CPU runs it.
+pub(super) fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        return None;
+    }
+    table(op, ty)
+}
+
+fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
+    use ElemType as T;
+    Some(match (ty, op) {
+        (T::F32, Op::Sum) => f32_sum,
+        (T::F32, Op::Prod) => f32_prod,
+        (T::F64, Op::Sum) => f64_sum,
+        (T::F64, Op::Prod) => f64_prod,
+        (T::I32, Op::Max) => i32_max,
+        (T::I32, Op::Min) => i32_min,
+        (T::I32, Op::Sum) => i32_sum,
+        (T::I32, Op::Prod) => i32_prod,
+        (T::U32, Op::Max) => u32_max,
+        (T::U32, Op::Min) => u32_min,
+        (T::U32, Op::Sum) => u32_sum,
+        (T::I64, Op::Sum) => i64_sum,
+        (T::U64, Op::Sum) => u64_sum,
+        (T::F16, Op::Max) => f16_max,
+        (T::F16, Op::Min) => f16_min,
+        (T::F16, Op::Sum) => f16_sum,
+        (T::F16, Op::Prod) => f16_prod,
+        (T::Bf16, Op::Max) => bf16_max,
+        (T::Bf16, Op::Min) => bf16_min,
+        (T::Bf16, Op::Sum) => bf16_sum,
+        (T::Bf16, Op::Prod) => bf16_prod,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether an element is a NaN (which NaN an operation returns when both
+    /// operands are NaN depends on operand order, which the compiler may
+    /// swap for a commutative op; MPI leaves NaN payloads unspecified).
+    fn is_nan(ty: ElemType, e: &[u8]) -> bool {
+        let u16_at = |e: &[u8]| u16::from_ne_bytes([e[0], e[1]]);
+        match ty {
+            ElemType::F32 => f32::from_ne_bytes(e.try_into().expect("4 bytes")).is_nan(),
+            ElemType::F64 => f64::from_ne_bytes(e.try_into().expect("8 bytes")).is_nan(),
+            ElemType::F16 => u16_at(e) & 0x7c00 == 0x7c00 && u16_at(e) & 0x3ff != 0,
+            ElemType::Bf16 => u16_at(e) & 0x7f80 == 0x7f80 && u16_at(e) & 0x7f != 0,
+            _ => false,
+        }
+    }
+
+    /// Every AVX2 kernel gives bit for bit what the baseline one gives, on
+    /// arbitrary bytes (infinities, subnormals, overflow included; NaNs only
+    /// need to stay NaNs).
+    #[test]
+    fn avx2_matches_baseline() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut bytes = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        };
+        let mut tried = 0;
+        for ty in [
+            ElemType::F32,
+            ElemType::F64,
+            ElemType::I32,
+            ElemType::U32,
+            ElemType::I64,
+            ElemType::U64,
+            ElemType::F16,
+            ElemType::Bf16,
+        ] {
+            for op in [Op::Max, Op::Min, Op::Sum, Op::Prod] {
+                let Some(wide) = table(op, ty) else { continue };
+                let base = super::super::baseline(op, ty).expect("baseline kernel");
+                for len in [0usize, 1, 7, 64, 1001, 4099] {
+                    let n = len * ty.extent();
+                    let (s, d) = (bytes(n), bytes(n));
+                    let (mut a, mut b) = (d.clone(), d);
+                    base(&s, &mut a);
+                    wide(&s, &mut b);
+                    let same = a
+                        .chunks(ty.extent())
+                        .zip(b.chunks(ty.extent()))
+                        .all(|(x, y)| x == y || (is_nan(ty, x) && is_nan(ty, y)));
+                    assert!(same, "{op:?} on {ty:?}, {len} elements");
+                }
+                tried += 1;
+            }
+        }
+        assert_eq!(tried, 21);
+    }
+}
