@@ -17,7 +17,7 @@
 //! `slots` (collective slots in shared memory, see `coll::slots`) is also an
 //! algorithm of allreduce, bcast, reduce, allgather, reduce_scatter and
 //! alltoall; it is chosen automatically for small calls: each rank's part
-//! fits a slot (16 KiB) and, where every rank reads every part, all parts
+//! fits a slot (64 KiB) and, where every rank reads every part, all parts
 //! together stay within 64 KiB.
 //!
 //! The thresholds are first guesses for one host; the shared-memory
