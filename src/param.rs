@@ -108,8 +108,19 @@ pub fn params() -> &'static Params {
 /// Prints a diagnostic when `FERROCOLL_DEBUG` is at least `level`.
 pub fn debug_log(level: DebugLevel, msg: impl FnOnce() -> String) {
     if params().debug >= level {
-        eprintln!("ferrocoll[{}]: {}", std::process::id(), msg());
+        say(&format!("ferrocoll[{}]: {}", std::process::id(), msg()));
     }
+}
+
+/// Writes `line` and a newline to stderr in one system call: ranks share
+/// the stream, and `eprintln!` writes a formatted line piece by piece, so
+/// two ranks failing at once produced one garbled line.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    let _ = std::io::stderr().write_all(buf.as_bytes());
 }
 
 #[cfg(test)]

@@ -116,9 +116,9 @@ pub extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
 #[no_mangle]
 pub extern "C" fn PMPI_Abort(_comm: MPI_Comm, errorcode: c_int) -> c_int {
     let rank = state::world_rank();
-    eprintln!(
+    crate::param::say(&format!(
         "ferrocoll: MPI_Abort called by rank {rank} with error code {errorcode}; aborting the job"
-    );
+    ));
     state::abort_job(rank.max(0) as usize, errorcode)
 }
 

@@ -227,7 +227,7 @@ fn report(name: &str, e: MpiErr, eh: MPI_Errhandler) -> c_int {
     } else {
         "before MPI_Init".into()
     };
-    eprintln!("ferrocoll: {name} ({who}): {} [{class}]", e.msg);
+    crate::param::say(&format!("ferrocoll: {name} ({who}): {} [{class}]", e.msg));
     abort_job(rank.max(0) as usize, 1)
 }
 
