@@ -11,6 +11,7 @@
 
 use super::{float, half, int, KernelFn, Op};
 use crate::dtype::ElemType;
+use std::arch::x86_64::{__m128i, __m256, _mm_loadu_si128, _mm_storeu_si128};
 
 macro_rules! wide {
     ($($name:ident = $scalar:expr;)*) => {
@@ -54,15 +55,61 @@ pub(super) fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
     table(op, ty)
 }
 
-/// binary16 through the CPU's converters (F16C): eight elements at a time
-/// widened to f32, combined, and rounded back to nearest-even, exactly what
-/// the baseline kernel computes one element at a time.
+/// `dst = op(src, dst)` for 16-bit floats, eight per step: `widen` and
+/// `narrow` convert between eight elements and eight f32 lanes; the rest
+/// goes through `scalar`, the baseline kernel.
+///
+/// # Safety
+/// Call only from a function compiled for AVX2 (this one is inlined there),
+/// on a CPU that has it.
+#[inline(always)]
+unsafe fn by_eights(
+    s: &[u8],
+    d: &mut [u8],
+    widen: impl Fn(__m128i) -> __m256,
+    narrow: impl Fn(__m256) -> __m128i,
+    op: impl Fn(__m256, __m256) -> __m256,
+    scalar: fn(&[u8], &mut [u8]),
+) {
+    let whole = s.len().min(d.len()) / 16 * 16;
+    for i in (0..whole).step_by(16) {
+        // SAFETY: i + 16 <= whole <= both lengths; unaligned loads and
+        // stores of 16 bytes inside the slices.
+        unsafe {
+            let sp = s.as_ptr().add(i) as *const __m128i;
+            let dp = d.as_mut_ptr().add(i) as *mut __m128i;
+            let r = op(widen(_mm_loadu_si128(sp)), widen(_mm_loadu_si128(dp)));
+            _mm_storeu_si128(dp, narrow(r));
+        }
+    }
+    scalar(&s[whole..], &mut d[whole..]);
+}
+
+/// MAX, MIN, SUM and PROD over a module's `apply` and the baseline kernels
+/// in `half::$ops`. MPICH's `d > s ? d : s` is maxps(d, s); likewise min.
+macro_rules! half_ops {
+    ($ops:ident) => {
+        half_ops!(@one max, $ops, |s, d| _mm256_max_ps(d, s));
+        half_ops!(@one min, $ops, |s, d| _mm256_min_ps(d, s));
+        half_ops!(@one sum, $ops, |s, d| _mm256_add_ps(s, d));
+        half_ops!(@one prod, $ops, |s, d| _mm256_mul_ps(s, d));
+    };
+    (@one $name:ident, $ops:ident, |$a:ident, $b:ident| $body:expr) => {
+        pub(super) fn $name(s: &[u8], d: &mut [u8]) {
+            // SAFETY: `kernel` hands this out only after detecting the CPU
+            // features `apply` is compiled for.
+            unsafe { apply(s, d, |$a, $b| $body, half::$ops::$name) }
+        }
+    };
+}
+
+/// binary16 through the CPU's converters (F16C): widened to f32, combined,
+/// rounded back to nearest-even, exactly what the baseline kernel computes
+/// one element at a time.
 mod f16c {
-    use super::half;
+    use super::{by_eights, half};
     use std::arch::x86_64::*;
 
-    /// `dst = op(src, dst)` on whole vectors of 8, the rest by `scalar`.
-    ///
     /// # Safety
     /// The CPU must support AVX2 and F16C.
     #[target_feature(enable = "avx2,f16c")]
@@ -72,48 +119,22 @@ mod f16c {
         op: impl Fn(__m256, __m256) -> __m256,
         scalar: fn(&[u8], &mut [u8]),
     ) {
-        let whole = s.len().min(d.len()) / 16 * 16;
-        for i in (0..whole).step_by(16) {
-            // SAFETY: i + 16 <= whole <= both lengths; unaligned loads and
-            // stores of 16 bytes inside the slices.
-            unsafe {
-                let sp = s.as_ptr().add(i) as *const __m128i;
-                let dp = d.as_mut_ptr().add(i) as *mut __m128i;
-                let sv = _mm256_cvtph_ps(_mm_loadu_si128(sp));
-                let dv = _mm256_cvtph_ps(_mm_loadu_si128(dp));
-                let r = op(sv, dv);
-                _mm_storeu_si128(dp, _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r));
-            }
-        }
-        scalar(&s[whole..], &mut d[whole..]);
+        let widen = |v: __m128i| _mm256_cvtph_ps(v);
+        let narrow = |r: __m256| _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r);
+        // SAFETY: this function is compiled for AVX2, which `by_eights` needs.
+        unsafe { by_eights(s, d, widen, narrow, op, scalar) }
     }
 
-    macro_rules! f16c_kernel {
-        ($name:ident, $scalar:path, |$a:ident, $b:ident| $body:expr) => {
-            pub(super) fn $name(s: &[u8], d: &mut [u8]) {
-                // SAFETY: `kernel` hands this out only after detecting AVX2
-                // and F16C at run time; the intrinsics need nothing else.
-                unsafe { apply(s, d, |$a, $b| $body, $scalar) }
-            }
-        };
-    }
-
-    // MPICH's `d > s ? d : s` is maxps(d, s); likewise for min.
-    f16c_kernel!(max, half::f16k::max, |s, d| _mm256_max_ps(d, s));
-    f16c_kernel!(min, half::f16k::min, |s, d| _mm256_min_ps(d, s));
-    f16c_kernel!(sum, half::f16k::sum, |s, d| _mm256_add_ps(s, d));
-    f16c_kernel!(prod, half::f16k::prod, |s, d| _mm256_mul_ps(s, d));
+    half_ops!(f16k);
 }
 
 /// bfloat16 with AVX2 integer shifts: widening is a shift by 16, narrowing
 /// rounds to nearest-even by adding 0x7fff plus the kept lowest bit, and a
 /// NaN keeps its top bits with the quiet bit set, as the baseline kernel.
 mod bf16v {
-    use super::half;
+    use super::{by_eights, half};
     use std::arch::x86_64::*;
 
-    /// `dst = op(src, dst)` on whole vectors of 8, the rest by `scalar`.
-    ///
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
@@ -123,45 +144,25 @@ mod bf16v {
         op: impl Fn(__m256, __m256) -> __m256,
         scalar: fn(&[u8], &mut [u8]),
     ) {
-        let whole = s.len().min(d.len()) / 16 * 16;
         let widen =
             |v: __m128i| _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(v)));
-        for i in (0..whole).step_by(16) {
-            // SAFETY: i + 16 <= whole <= both lengths; unaligned loads and
-            // stores of 16 bytes inside the slices.
-            unsafe {
-                let sp = s.as_ptr().add(i) as *const __m128i;
-                let dp = d.as_mut_ptr().add(i) as *mut __m128i;
-                let r = op(widen(_mm_loadu_si128(sp)), widen(_mm_loadu_si128(dp)));
-                let b = _mm256_castps_si256(r);
-                let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(b), _mm256_set1_epi32(1));
-                let bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb);
-                let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(b, bias));
-                let nan = _mm256_or_si256(_mm256_srli_epi32::<16>(b), _mm256_set1_epi32(0x40));
-                let is_nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(r, r));
-                let h = _mm256_blendv_epi8(rounded, nan, is_nan);
-                // 32 -> 16 bits (values fit), then the two lanes' halves together.
-                let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(h, h));
-                _mm_storeu_si128(dp, _mm256_castsi256_si128(packed));
-            }
-        }
-        scalar(&s[whole..], &mut d[whole..]);
-    }
-
-    macro_rules! bf16_kernel {
-        ($name:ident, $scalar:path, |$a:ident, $b:ident| $body:expr) => {
-            pub(super) fn $name(s: &[u8], d: &mut [u8]) {
-                // SAFETY: `kernel` hands this out only after detecting AVX2
-                // at run time; the intrinsics need nothing else.
-                unsafe { apply(s, d, |$a, $b| $body, $scalar) }
-            }
+        let narrow = |r: __m256| {
+            let b = _mm256_castps_si256(r);
+            let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(b), _mm256_set1_epi32(1));
+            let bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb);
+            let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(b, bias));
+            let nan = _mm256_or_si256(_mm256_srli_epi32::<16>(b), _mm256_set1_epi32(0x40));
+            let is_nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(r, r));
+            let h = _mm256_blendv_epi8(rounded, nan, is_nan);
+            // 32 -> 16 bits (values fit), then the two lanes' halves together.
+            let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(h, h));
+            _mm256_castsi256_si128(packed)
         };
+        // SAFETY: this function is compiled for AVX2, which `by_eights` needs.
+        unsafe { by_eights(s, d, widen, narrow, op, scalar) }
     }
 
-    bf16_kernel!(max, half::bf16k::max, |s, d| _mm256_max_ps(d, s));
-    bf16_kernel!(min, half::bf16k::min, |s, d| _mm256_min_ps(d, s));
-    bf16_kernel!(sum, half::bf16k::sum, |s, d| _mm256_add_ps(s, d));
-    bf16_kernel!(prod, half::bf16k::prod, |s, d| _mm256_mul_ps(s, d));
+    half_ops!(bf16k);
 }
 
 fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
