@@ -22,6 +22,37 @@ fn bad_root(root: c_int, n: usize) -> MpiResult<usize> {
         })
 }
 
+/// Whether a rooted collective's own buffer is `MPI_IN_PLACE`, which only
+/// the root may pass.
+fn in_place_at_root(buf: *const c_void, me: usize, root: usize) -> MpiResult<bool> {
+    let in_place = is_in_place(buf);
+    if in_place && me != root {
+        return Err(MpiErr::new(
+            MPI_ERR_BUFFER,
+            "MPI_IN_PLACE is only allowed at the root",
+        ));
+    }
+    Ok(in_place)
+}
+
+/// Bytes of a rank's own `count` elements of `ty` at `buf` (0 in place),
+/// with the buffer checked to hold them.
+fn own_bytes(
+    rt: &Runtime,
+    buf: *const c_void,
+    count: c_int,
+    ty: MPI_Datatype,
+    in_place: bool,
+    what: &str,
+) -> MpiResult<usize> {
+    if in_place {
+        return Ok(0);
+    }
+    let bytes = rt.type_info(ty)?.bytes(count)?;
+    check_buf(buf, bytes, what)?;
+    Ok(bytes)
+}
+
 /// Per-rank counts and displacements (in extents) of a collective buffer.
 #[derive(Clone, Copy)]
 enum Layout<'a> {
@@ -200,13 +231,7 @@ pub extern "C" fn PMPI_Reduce(
         let root = bad_root(root, n)?;
         let red = rt.red(op, datatype)?;
         let bytes = red.t.bytes(count)?;
-        let in_place = is_in_place(sendbuf);
-        if in_place && me != root {
-            return Err(MpiErr::new(
-                MPI_ERR_BUFFER,
-                "MPI_IN_PLACE is only allowed at the root",
-            ));
-        }
+        let in_place = in_place_at_root(sendbuf, me, root)?;
         if !in_place {
             check_buf(sendbuf, bytes, "sendbuf")?;
         }
@@ -522,21 +547,8 @@ fn gather_body(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     let (me, _) = rt.size_of(comm)?;
-    let in_place = is_in_place(sendbuf);
-    if in_place && me != root {
-        return Err(MpiErr::new(
-            MPI_ERR_BUFFER,
-            "MPI_IN_PLACE is only allowed at the root",
-        ));
-    }
-    let sbytes = if in_place {
-        0
-    } else {
-        rt.type_info(sendtype)?.bytes(sendcount)?
-    };
-    if !in_place {
-        check_buf(sendbuf, sbytes, "sendbuf")?;
-    }
+    let in_place = in_place_at_root(sendbuf, me, root)?;
+    let sbytes = own_bytes(rt, sendbuf, sendcount, sendtype, in_place, "sendbuf")?;
     // SAFETY: checked non-null and sized by count and datatype.
     let send = (!in_place).then(|| unsafe { ptr::bytes(sendbuf, sbytes) });
     if me != root {
@@ -698,21 +710,8 @@ fn scatter_body(
     comm: MPI_Comm,
 ) -> MpiResult<()> {
     let (me, _) = rt.size_of(comm)?;
-    let in_place = is_in_place(recvbuf);
-    if in_place && me != root {
-        return Err(MpiErr::new(
-            MPI_ERR_BUFFER,
-            "MPI_IN_PLACE is only allowed at the root",
-        ));
-    }
-    let rbytes = if in_place {
-        0
-    } else {
-        rt.type_info(recvtype)?.bytes(recvcount)?
-    };
-    if !in_place {
-        check_buf(recvbuf, rbytes, "recvbuf")?;
-    }
+    let in_place = in_place_at_root(recvbuf, me, root)?;
+    let rbytes = own_bytes(rt, recvbuf, recvcount, recvtype, in_place, "recvbuf")?;
     if me != root {
         // SAFETY: checked non-null and sized by count and datatype.
         let recv = unsafe { ptr::bytes_mut(recvbuf, rbytes) };
