@@ -17,6 +17,8 @@ macro_rules! wide {
     ($($name:ident = $scalar:expr;)*) => {
         $(
             fn $name(s: &[u8], d: &mut [u8]) {
+                /// # Safety
+                /// The CPU must support AVX2 (unsafe only for that reason).
                 #[target_feature(enable = "avx2")]
                 unsafe fn avx2(s: &[u8], d: &mut [u8]) {
                     $scalar(s, d)
