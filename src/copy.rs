@@ -27,6 +27,43 @@ pub fn copy(dst: &mut [u8], src: &[u8]) {
     }
 }
 
+/// Copies `src` into `dst` (equal lengths) with stores that bypass the
+/// cache where the CPU has them (x86-64), for a destination that is not
+/// read again soon: a cached store first reads the line it overwrites, so
+/// streaming a large result to memory this way saves a third of the
+/// traffic. Elsewhere, or for short copies, the same as `copy`.
+pub fn copy_uncached(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(
+        dst.len(),
+        src.len(),
+        "copy between slices of unequal length"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if dst.len() >= 4096 {
+        let head = dst.as_ptr().align_offset(16).min(dst.len());
+        copy(&mut dst[..head], &src[..head]);
+        let (d, s) = (&mut dst[head..], &src[head..]);
+        let body = d.len() / 64 * 64;
+        // SAFETY: SSE2 is part of x86-64; `d` is 16-byte aligned after the
+        // head, every access lies inside the first `body` bytes of `d` and
+        // `s`, and the fence orders the streaming stores before later ones.
+        unsafe {
+            use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+            let (dp, sp) = (d.as_mut_ptr() as *mut __m128i, s.as_ptr() as *const __m128i);
+            for i in (0..body / 16).step_by(4) {
+                let v = [0, 1, 2, 3].map(|j| _mm_loadu_si128(sp.add(i + j)));
+                for (j, x) in v.into_iter().enumerate() {
+                    _mm_stream_si128(dp.add(i + j), x);
+                }
+            }
+            _mm_sfence();
+        }
+        copy(&mut d[body..], &s[body..]);
+        return;
+    }
+    copy(dst, src);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,6 +78,11 @@ mod tests {
                 copy(&mut dst[skew..skew + len], &src[..len]);
                 assert_eq!(&dst[skew..skew + len], &src[..len]);
                 assert!(dst[skew + len..].iter().all(|&b| b == 0));
+                dst.fill(0);
+                copy_uncached(&mut dst[skew..skew + len], &src[skew / 2..skew / 2 + len]);
+                assert_eq!(&dst[skew..skew + len], &src[skew / 2..skew / 2 + len]);
+                assert!(dst[skew + len..].iter().all(|&b| b == 0));
+                assert!(dst[..skew].iter().all(|&b| b == 0));
             }
         }
     }

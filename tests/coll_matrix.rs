@@ -111,6 +111,7 @@ fn allreduce_all_algorithms() {
         "ring",
         "reduce_bcast",
         "slots",
+        "stream",
         "auto",
     ] {
         for n in RANKS {
@@ -131,8 +132,8 @@ fn allreduce_all_algorithms() {
                         "allreduce {algo} n={n} count={count} rank {r}"
                     );
                     // In place, non-commutative (must keep rank order).
-                    let mut buf = affine(r, count.min(5000));
-                    let want2 = fold_ref((0..n).map(|q| affine(q, count.min(5000))), &COMPOSE);
+                    let mut buf = affine(r, count.min(20_000));
+                    let want2 = fold_ref((0..n).map(|q| affine(q, count.min(20_000))), &COMPOSE);
                     coll::allreduce::allreduce(&mut Ctx::new(eng, comm), None, &mut buf, &COMPOSE)
                         .unwrap();
                     assert!(
@@ -147,7 +148,7 @@ fn allreduce_all_algorithms() {
 
 #[test]
 fn bcast_all_algorithms() {
-    for algo in ["binomial", "chain", "slots"] {
+    for algo in ["binomial", "chain", "slots", "stream"] {
         for n in RANKS {
             for count in counts(n, true) {
                 for root in [0, n / 2, n - 1] {
@@ -171,7 +172,7 @@ fn bcast_all_algorithms() {
 
 #[test]
 fn reduce_all_algorithms() {
-    for algo in ["binomial", "rsag", "slots"] {
+    for algo in ["binomial", "rsag", "slots", "stream"] {
         for n in RANKS {
             for count in counts(n, true) {
                 let want = sum_ref(n, count);
@@ -191,7 +192,7 @@ fn reduce_all_algorithms() {
                         if r == root {
                             assert!(out == want, "reduce {algo} n={n} count={count} root={root}");
                         }
-                        let c2 = count.min(3000);
+                        let c2 = count.min(20_000);
                         let mut mine = affine(r, c2);
                         let want2 = fold_ref((0..n).map(|q| affine(q, c2)), &COMPOSE);
                         let (send2, recv2) = if r == root {
@@ -232,7 +233,12 @@ fn uneven_blocks(n: usize, count: usize) -> Vec<(usize, usize)> {
 
 #[test]
 fn allgather_gather_scatter() {
-    for (algo, rooted) in [("direct", "direct"), ("ring", "slots"), ("slots", "slots")] {
+    for (algo, rooted) in [
+        ("direct", "direct"),
+        ("ring", "slots"),
+        ("slots", "slots"),
+        ("stream", "slots"),
+    ] {
         for n in RANKS {
             for count in counts(n, true) {
                 let blocks: Vec<(usize, usize)> =
@@ -304,6 +310,54 @@ fn allgather_gather_scatter() {
                     }
                 });
             }
+        }
+    }
+}
+
+#[test]
+fn large_reduce_scatter() {
+    for algo in ["ring", "reduce_scatterv", "stream", "auto"] {
+        for n in RANKS {
+            // Uneven blocks of several slot chunks, one of them empty.
+            let cnts: Vec<usize> = (0..n)
+                .map(|p| if p == 1 { 0 } else { (40_000 + 12_345 * p) * 4 })
+                .collect();
+            let total: usize = cnts.iter().sum();
+            let want = sum_ref(n, total / 4);
+            let c8: Vec<usize> = (0..n).map(|p| (9_000 + 1_001 * p) * 8).collect();
+            let t8: usize = c8.iter().sum();
+            let want8 = fold_ref((0..n).map(|q| affine(q, t8 / 8)), &COMPOSE);
+            world(n, &[("reduce_scatter", algo)], |r, eng, comm| {
+                let mut out = vec![0u8; cnts[r]];
+                coll::reduce_scatter::reduce_scatter(
+                    &mut Ctx::new(eng, comm),
+                    Some(&data(r, total / 4)),
+                    &mut out,
+                    &cnts,
+                    &SUM,
+                )
+                .unwrap();
+                let off: usize = cnts[..r].iter().sum();
+                assert!(
+                    out == want[off..off + cnts[r]],
+                    "reduce_scatter {algo} n={n}"
+                );
+                // In place, non-commutative.
+                let mut buf = affine(r, t8 / 8);
+                coll::reduce_scatter::reduce_scatter(
+                    &mut Ctx::new(eng, comm),
+                    None,
+                    &mut buf,
+                    &c8,
+                    &COMPOSE,
+                )
+                .unwrap();
+                let off: usize = c8[..r].iter().sum();
+                assert!(
+                    buf[..c8[r]] == want8[off..off + c8[r]],
+                    "in-place non-commutative reduce_scatter {algo} n={n} rank {r}"
+                );
+            });
         }
     }
 }

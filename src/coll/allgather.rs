@@ -1,7 +1,7 @@
 //! Allgather(v): every block sent to every rank at once (small), or passed
 //! around a ring (large).
 
-use super::{copy_own, select, slots, split_blocks, Ctx};
+use super::{copy_own, select, slots, split_blocks, stream, Ctx};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -37,6 +37,7 @@ pub fn allgatherv(
                 .collect();
             c.xfer(0, &sends, &mut recvs)
         }
+        select::Allgather::Stream => stream::allgatherv(c, send, recv, blocks),
         select::Allgather::Ring => {
             if let Some(s) = send {
                 let (o, l) = blocks[r];

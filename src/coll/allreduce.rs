@@ -2,7 +2,9 @@
 //! so every rank computes the same expression), ring reduce-scatter +
 //! allgather for large commutative reductions, or reduce + broadcast.
 
-use super::{allgather, bcast, even_blocks, reduce, reduce_scatter, select, slots, Ctx, Reducer};
+use super::{
+    allgather, bcast, even_blocks, reduce, reduce_scatter, select, slots, stream, Ctx, Reducer,
+};
 use crate::copy::copy;
 use crate::error::Result;
 use crate::transport::shm::slots::SLOT_DATA;
@@ -10,6 +12,13 @@ use crate::transport::shm::slots::SLOT_DATA;
 /// Reduces every rank's data into `recv` on all ranks; `send == None` means
 /// in place (input in `recv`).
 pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reducer) -> Result<()> {
+    let streamed = c.size() > 1 && !recv.is_empty() && {
+        let bytes = recv.len();
+        select::allreduce(c, bytes, red.extent, red.commutative) == select::Allreduce::Stream
+    };
+    if streamed {
+        return stream::allreduce(c, send, recv, red);
+    }
     if let Some(s) = send {
         copy(recv, s);
     }
@@ -24,7 +33,9 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
         return slots::allreduce(c, recv, red);
     }
     match select::allreduce(c, recv.len(), red.extent, red.commutative) {
-        select::Allreduce::RecursiveDoubling => recursive_doubling(c, recv, red),
+        select::Allreduce::RecursiveDoubling | select::Allreduce::Stream => {
+            recursive_doubling(c, recv, red)
+        }
         select::Allreduce::Ring => {
             let blocks = even_blocks(recv.len(), red.extent, c.size());
             reduce_scatter::ring_in_place(c, recv, &blocks, red)?;

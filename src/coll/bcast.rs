@@ -1,6 +1,6 @@
 //! Broadcast: binomial tree, or a chain pipelined in pieces for large data.
 
-use super::{select, slots, Ctx};
+use super::{select, slots, stream, Ctx};
 use crate::error::Result;
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -17,6 +17,7 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     match select::bcast(c, buf.len()) {
         select::Bcast::Binomial => binomial(c, buf, root),
         select::Bcast::Chain => chain(c, buf, root),
+        select::Bcast::Stream => stream::bcast(c, buf, root),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod reduce_scatter;
 pub mod scan;
 pub mod select;
 pub mod slots;
+pub mod stream;
 
 use crate::comm::engine::Engine;
 use crate::comm::Comm;

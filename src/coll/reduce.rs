@@ -1,7 +1,7 @@
 //! Reduce to a root: binomial tree (rank order kept for non-commutative
 //! ops by reducing to rank 0 first), or ring reduce-scatter + gather.
 
-use super::{even_blocks, gather, reduce_scatter, select, slots, Ctx, Reducer};
+use super::{even_blocks, gather, reduce_scatter, select, slots, stream, Ctx, Reducer};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
@@ -34,6 +34,7 @@ pub fn reduce(
         return Ok(());
     }
     match select::reduce(c, bytes, red.extent, red.commutative) {
+        select::Reduce::Stream => stream::reduce(c, send, recv, root, red),
         select::Reduce::Binomial => match send {
             Some(s) => binomial(c, s, recv, root, red),
             None => {

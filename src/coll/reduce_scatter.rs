@@ -1,7 +1,7 @@
 //! Reduce-scatter: a ring for commutative ops, else an ordered reduce to
 //! rank 0 followed by a scatter.
 
-use super::{gather, reduce, select, slots, Ctx, Reducer};
+use super::{gather, reduce, select, slots, stream, Ctx, Reducer};
 use crate::copy::copy;
 use crate::error::Result;
 use crate::transport::shm::slots::SLOT_DATA;
@@ -74,13 +74,17 @@ pub fn reduce_scatter(
     if c.size() > 1 && select::slots(c, "reduce_scatter", total <= SLOT_DATA, true) {
         return slots::reduce_scatter(c, send, recv, &blocks, total, red);
     }
+    let choice = select::reduce_scatter(c, total, red.extent, red.commutative);
+    if choice == select::ReduceScatter::Stream {
+        return stream::reduce_scatter(c, send, recv, &blocks, red);
+    }
     let mut data = match send {
         Some(s) => c.copy_of(&s[..total]),
         None => c.copy_of(&recv[..total]),
     };
     let (bo, bl) = blocks[r];
-    match select::reduce_scatter(c, red.commutative) {
-        select::ReduceScatter::Ring => {
+    match choice {
+        select::ReduceScatter::Ring | select::ReduceScatter::Stream => {
             ring_in_place(c, &mut data, &blocks, red)?;
             copy(&mut recv[..bl], &data[bo..bo + bl]);
             c.give_back(data);

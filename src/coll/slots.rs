@@ -26,7 +26,7 @@ use std::sync::Arc;
 pub const READ_LIMIT: usize = 64 * 1024;
 
 /// One call's view of the slots.
-struct Call {
+pub(super) struct Call {
     seg: Arc<Segment>,
     area: usize,
     f: u64,
@@ -58,10 +58,44 @@ fn begin(c: &mut Ctx) -> Result<Call> {
         seg,
         area: s.area,
         f: s.calls,
-        check: !s.read_all && s.calls > s.safe + DEPTH as u64,
+        check: !s.read_all,
     };
     c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
     Ok(call)
+}
+
+/// Reserves `count` consecutive call numbers for a streamed collective
+/// (`coll::stream`); `Call::nth` gives each. Every member must reserve alike.
+pub(super) fn reserve(c: &mut Ctx, count: u64) -> Result<Call> {
+    let first = begin(c)?;
+    if let Some(s) = c.comm.slots.as_mut() {
+        s.calls += count.saturating_sub(1);
+        c.eng.slot_epoch = c.eng.slot_epoch.max(s.calls);
+    }
+    Ok(first)
+}
+
+impl Call {
+    /// The `i`-th call of a reservation starting at `self`; a streamed
+    /// collective always checks reuse (cheap while `safe` is recent).
+    pub(super) fn nth(&self, i: u64) -> Call {
+        Call {
+            seg: self.seg.clone(),
+            area: self.area,
+            f: self.f + i,
+            check: true,
+        }
+    }
+}
+
+/// Reports every call up to `call` read; `read_all`: this rank read every
+/// peer's slot in it.
+pub(super) fn mark_done(c: &mut Ctx, call: &Call, read_all: bool) {
+    call.area(c, c.rank()).done().store(call.f, Release);
+    if let Some(s) = c.comm.slots.as_mut() {
+        s.read_all = read_all;
+    }
+    ring_peers(c, call);
 }
 
 /// Wakes peers that may be asleep waiting for this rank's flag or `done`.
@@ -74,7 +108,7 @@ fn ring_peers(c: &Ctx, call: &Call) {
 
 /// Writes `len` bytes through `fill` into this rank's slot, raises its flag
 /// (`big`: nothing written, the part follows as a message) and wakes peers.
-fn publish(
+pub(super) fn publish(
     c: &mut Ctx,
     call: &Call,
     len: usize,
@@ -88,14 +122,15 @@ fn publish(
 
 /// `publish` without waking peers, for a writer that calls `finish` next
 /// (which wakes them).
-fn publish_quiet(
+pub(super) fn publish_quiet(
     c: &mut Ctx,
     call: &Call,
     len: usize,
     big: bool,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    if call.check {
+    let safe = c.comm.slots.as_ref().map_or(0, |s| s.safe);
+    if call.check && call.f > safe + DEPTH as u64 {
         let need = call.f - DEPTH as u64;
         let peers: Vec<usize> = (0..c.size())
             .filter(|&p| p != c.rank())
@@ -125,7 +160,7 @@ fn publish_quiet(
 }
 
 /// Waits for rank `p`'s part of this call; returns whether it is `big`.
-fn wait_flag(c: &mut Ctx, call: &Call, p: usize) -> Result<bool> {
+pub(super) fn wait_flag(c: &mut Ctx, call: &Call, p: usize) -> Result<bool> {
     let a = call.area(c, p);
     let flag = a.flag(call.index());
     let ready = |_: &_| flag.load(Acquire) >> 1 == call.f;
@@ -146,7 +181,7 @@ fn wait_all(c: &mut Ctx, call: &Call) -> Result<()> {
 }
 
 /// `len` bytes of rank `p`'s slot, at `off`.
-fn part<'s>(c: &Ctx, call: &'s Call, p: usize, off: usize, len: usize) -> &'s [u8] {
+pub(super) fn part<'s>(c: &Ctx, call: &'s Call, p: usize, off: usize, len: usize) -> &'s [u8] {
     let a = call.area(c, p);
     // SAFETY: the caller saw `p`'s flag for this call, and `p` rewrites the
     // slot only after this rank reports `done` for it (in `finish`). The
@@ -156,11 +191,7 @@ fn part<'s>(c: &Ctx, call: &'s Call, p: usize, off: usize, len: usize) -> &'s [u
 
 /// Reports the call finished; `read_all`: this rank read every peer's slot.
 fn finish(c: &mut Ctx, call: Call, read_all: bool) {
-    call.area(c, c.rank()).done().store(call.f, Release);
-    if let Some(s) = c.comm.slots.as_mut() {
-        s.read_all = read_all;
-    }
-    ring_peers(c, &call);
+    mark_done(c, &call, read_all);
 }
 
 /// Folds every rank's `[off, off + len)` in rank order into `out`:

@@ -1,0 +1,388 @@
+//! Large collectives streamed through the slot area in slot-sized chunks.
+//!
+//! Each rank copies a chunk of its input once into its own slot; peers
+//! read it there while it is still in cache and write their results
+//! straight into their own buffers. Every byte of a user buffer is thus
+//! read or written from memory once, with no message, ring or temporary
+//! vector in between (the rings cost a copy in and a copy out per hop,
+//! and ring reduce-scatter + allgather takes 2(n-1) hops).
+//!
+//! Each chunk and phase is one call of the slot protocol (`coll::slots`),
+//! so reuse of a slot waits for its readers as for any call. A rank
+//! publishes its input up to `AHEAD` chunks before it needs them, so ranks
+//! that share a core do a stretch of work per wake-up instead of switching
+//! at every chunk.
+
+use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call};
+use super::{even_blocks, Ctx, Reducer};
+use crate::copy::{copy, copy_uncached};
+use crate::error::{Error, Result};
+use crate::transport::shm::slots::{DEPTH, SLOT_DATA};
+
+/// Chunks whose input a rank publishes before it folds the first of them.
+/// Allreduce uses two calls per chunk; with `DEPTH / 4` chunks ahead a
+/// slot is rewritten only once every peer has moved past it (no wait in
+/// the steady state).
+const AHEAD: usize = DEPTH / 4;
+
+/// From this many bytes a result goes to memory with uncached stores
+/// (`copy_uncached`): it no longer fits the caches anyway.
+const UNCACHED_FROM: usize = 8 << 20;
+
+/// Copies a result into the user's buffer.
+fn put_out(dst: &mut [u8], src: &[u8], uncached: bool) {
+    if uncached {
+        copy_uncached(dst, src);
+    } else {
+        copy(dst, src);
+    }
+}
+
+/// Bytes per chunk: a whole number of elements that fits a slot.
+fn chunk_bytes(extent: usize) -> Result<usize> {
+    match SLOT_DATA / extent.max(1) * extent.max(1) {
+        0 => Err(Error::Unsupported(format!(
+            "streaming a {extent}-byte element through {SLOT_DATA}-byte slots"
+        ))),
+        n => Ok(n),
+    }
+}
+
+/// Folds `parts` (rank order) into `out`: `out = p0 op (p1 op (...))`.
+fn fold_ordered(parts: &[&[u8]], out: &mut [u8], red: &Reducer) {
+    let Some((last, rest)) = parts.split_last() else {
+        return;
+    };
+    copy(out, last);
+    for p in rest.iter().rev() {
+        red.fold_left(p, out);
+    }
+}
+
+/// Waits for every peer's flag of `call`.
+fn wait_peers(c: &mut Ctx, call: &Call) -> Result<()> {
+    let me = c.rank();
+    for p in (0..c.size()).filter(|&p| p != me) {
+        wait_flag(c, call, p)?;
+    }
+    Ok(())
+}
+
+/// Allreduce of `send` (or, in place, `recv`) into `recv`: per chunk, every
+/// rank publishes its input (call 2k), folds block `rank` of the chunk over
+/// all ranks into its next slot (call 2k+1), and copies the other ranks'
+/// folded blocks from theirs. Ranks combine in rank order, so any op works
+/// and every rank gets the same bits.
+pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reducer) -> Result<()> {
+    let (n, me, len) = (c.size(), c.rank(), recv.len());
+    if let Some(s) = send {
+        if s.len() != len {
+            return Err(Error::InvalidArg("allreduce buffers differ in size".into()));
+        }
+    }
+    let chunk = chunk_bytes(red.extent)?;
+    let chunks = len.div_ceil(chunk);
+    if chunks == 0 {
+        return Ok(());
+    }
+    let first = slots::reserve(c, 2 * chunks as u64)?;
+    let uncached = len >= UNCACHED_FROM;
+    let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
+    let full = even_blocks(chunk, red.extent, n);
+    let last = even_blocks(span(chunks - 1).len(), red.extent, n);
+    let blocks = |k: usize| if k + 1 == chunks { &last } else { &full };
+    let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
+        let input = &send.unwrap_or(recv)[span(k)];
+        publish(c, &first.nth(2 * k as u64), input.len(), false, |d| {
+            copy(d, input);
+            Ok(())
+        })
+    };
+    for k in 0..AHEAD.min(chunks) {
+        put(c, k, recv)?;
+    }
+    for k in 0..=chunks {
+        if k < chunks {
+            if k + AHEAD < chunks {
+                put(c, k + AHEAD, recv)?;
+            }
+            let (inputs, folded) = (first.nth(2 * k as u64), first.nth(2 * k as u64 + 1));
+            wait_peers(c, &inputs)?;
+            let (o, l) = blocks(k)[me];
+            let parts: Vec<&[u8]> = (0..n).map(|p| part(c, &inputs, p, o, l)).collect();
+            publish(c, &folded, o + l, false, |d| {
+                fold_ordered(&parts, &mut d[o..], red);
+                Ok(())
+            })?;
+            put_out(
+                &mut recv[span(k)][o..o + l],
+                part(c, &folded, me, o, l),
+                uncached,
+            );
+        }
+        if let Some(j) = k.checked_sub(1) {
+            let folded = first.nth(2 * j as u64 + 1);
+            let out = &mut recv[span(j)];
+            for p in (0..n).filter(|&p| p != me) {
+                wait_flag(c, &folded, p)?;
+                let (o, l) = blocks(j)[p];
+                put_out(&mut out[o..o + l], part(c, &folded, p, o, l), uncached);
+            }
+            mark_done(c, &folded, true);
+        }
+    }
+    Ok(())
+}
+
+/// Reduce of `send` (or, on the root in place, `out`) into `out` on the
+/// root: every other rank publishes its chunks, the root folds them as
+/// they come. Non-commutative ops fold in rank order through a chunk of
+/// scratch.
+pub fn reduce(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    out: Option<&mut [u8]>,
+    root: usize,
+    red: &Reducer,
+) -> Result<()> {
+    let (n, me) = (c.size(), c.rank());
+    let len = send
+        .or(out.as_deref())
+        .ok_or_else(|| Error::InvalidArg("reduce without a buffer".into()))?
+        .len();
+    let chunk = chunk_bytes(red.extent)?;
+    let chunks = len.div_ceil(chunk);
+    if chunks == 0 {
+        return Ok(());
+    }
+    let first = slots::reserve(c, chunks as u64)?;
+    let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
+    if me != root {
+        let input = send.ok_or_else(|| Error::InvalidArg("reduce without a buffer".into()))?;
+        for k in 0..chunks {
+            let call = first.nth(k as u64);
+            let piece = &input[span(k)];
+            publish_quiet(c, &call, piece.len(), false, |d| {
+                copy(d, piece);
+                Ok(())
+            })?;
+            mark_done(c, &call, false);
+        }
+        return Ok(());
+    }
+    let out = out
+        .ok_or_else(|| Error::InvalidArg("reduce root without a receive buffer".into()))?;
+    if out.len() != len {
+        return Err(Error::InvalidArg(format!(
+            "reduce root's buffer holds {} bytes, the contribution {len}",
+            out.len()
+        )));
+    }
+    // Fold straight into `out`, or (in rank order, or to store the result
+    // uncached) into a chunk of scratch that stays in cache.
+    let uncached = len >= UNCACHED_FROM;
+    let mut acc = (!red.commutative || uncached).then(|| c.scratch(chunk));
+    for k in 0..chunks {
+        let call = first.nth(k as u64);
+        let dst = &mut out[span(k)];
+        let l = dst.len();
+        if let (Some(s), None) = (send, &acc) {
+            copy(dst, &s[span(k)]);
+        }
+        wait_peers(c, &call)?;
+        match acc.as_deref_mut() {
+            None => {
+                for p in (0..n).filter(|&p| p != me) {
+                    red.fold_left(part(c, &call, p, 0, l), dst);
+                }
+            }
+            Some(acc) => {
+                let own: &[u8] = send.map_or(dst, |s| &s[span(k)]);
+                let parts: Vec<&[u8]> = (0..n)
+                    .map(|p| {
+                        if p == me {
+                            own
+                        } else {
+                            part(c, &call, p, 0, l)
+                        }
+                    })
+                    .collect();
+                fold_ordered(&parts, &mut acc[..l], red);
+                put_out(dst, &acc[..l], uncached);
+            }
+        }
+        mark_done(c, &call, true);
+    }
+    if let Some(a) = acc {
+        c.give_back(a);
+    }
+    Ok(())
+}
+
+/// Chunks a rank publishes ahead in the one-call-per-chunk collectives: a
+/// rank that folds chunk k has seen every peer's chunk k - 1, published
+/// after they finished chunk k - 2 - ahead, so with this depth a slot is
+/// rewritten only once its readers are done.
+const AHEAD_ONE: usize = DEPTH / 2 - 1;
+
+/// Reduce-scatter of `send` (or, in place, `recv`; the vector is
+/// `blocks` laid out in rank order) leaving block `rank` at the start of
+/// `recv`: chunk k holds piece k of every block, and each rank folds its
+/// own piece over all ranks, in rank order.
+pub fn reduce_scatter(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    blocks: &[(usize, usize)],
+    red: &Reducer,
+) -> Result<()> {
+    let (n, me) = (c.size(), c.rank());
+    let piece = chunk_bytes(red.extent)? / n / red.extent.max(1) * red.extent.max(1);
+    if piece == 0 {
+        return Err(Error::Unsupported(format!(
+            "streaming {n} pieces of {}-byte elements through one slot",
+            red.extent
+        )));
+    }
+    let chunks = blocks
+        .iter()
+        .map(|b| b.1.div_ceil(piece))
+        .max()
+        .unwrap_or(0);
+    if chunks == 0 {
+        return Ok(());
+    }
+    let first = slots::reserve(c, chunks as u64)?;
+    // Piece k of block j: (offset in the vector, length).
+    let at = |j: usize, k: usize| {
+        let (o, l) = blocks[j];
+        (
+            o + (k * piece).min(l),
+            piece.min(l.saturating_sub(k * piece)),
+        )
+    };
+    let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
+        let input = send.unwrap_or(recv);
+        publish(c, &first.nth(k as u64), n * piece, false, |d| {
+            for j in 0..n {
+                let (o, l) = at(j, k);
+                copy(&mut d[j * piece..j * piece + l], &input[o..o + l]);
+            }
+            Ok(())
+        })
+    };
+    let uncached = blocks[me].1 >= UNCACHED_FROM;
+    let mut acc = c.scratch(piece);
+    for k in 0..AHEAD_ONE.min(chunks) {
+        put(c, k, recv)?;
+    }
+    for k in 0..chunks {
+        if k + AHEAD_ONE < chunks {
+            put(c, k + AHEAD_ONE, recv)?;
+        }
+        let call = first.nth(k as u64);
+        wait_peers(c, &call)?;
+        let l = at(me, k).1;
+        let parts: Vec<&[u8]> = (0..n).map(|p| part(c, &call, p, me * piece, l)).collect();
+        fold_ordered(&parts, &mut acc[..l], red);
+        // In place, piece k of the result overwrites input that every
+        // rank has already published (pieces up to k).
+        let o = (k * piece).min(blocks[me].1);
+        put_out(&mut recv[o..o + l], &acc[..l], uncached);
+        mark_done(c, &call, true);
+    }
+    c.give_back(acc);
+    Ok(())
+}
+
+/// Broadcast of the root's `buf` in slot-sized chunks: the root writes
+/// each once, every other rank copies it out.
+pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
+    let chunks = buf.len().div_ceil(SLOT_DATA);
+    if chunks == 0 {
+        return Ok(());
+    }
+    let first = slots::reserve(c, chunks as u64)?;
+    let len = buf.len();
+    let span = |k: usize| k * SLOT_DATA..len.min((k + 1) * SLOT_DATA);
+    let uncached = len >= UNCACHED_FROM;
+    for k in 0..chunks {
+        let call = first.nth(k as u64);
+        if c.rank() == root {
+            let piece = &buf[span(k)];
+            publish(c, &call, piece.len(), false, |d| {
+                copy(d, piece);
+                Ok(())
+            })?;
+        } else {
+            wait_flag(c, &call, root)?;
+            let dst = &mut buf[span(k)];
+            let l = dst.len();
+            put_out(dst, part(c, &call, root, 0, l), uncached);
+            mark_done(c, &call, false);
+        }
+    }
+    if c.rank() == root {
+        mark_done(c, &first.nth(chunks as u64 - 1), false);
+    }
+    Ok(())
+}
+
+/// Allgather(v): block `blocks[r]` of `recv` (or `send`) from every rank
+/// to every rank, each rank publishing its block in slot-sized pieces.
+pub fn allgatherv(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    blocks: &[(usize, usize)],
+) -> Result<()> {
+    let (n, me) = (c.size(), c.rank());
+    // Only to reject overlapping or outlying blocks.
+    super::split_blocks(recv, blocks)?;
+    let (mo, ml) = blocks[me];
+    if let Some(s) = send {
+        super::copy_own(&mut recv[mo..mo + ml], s)?;
+    }
+    let chunks = blocks
+        .iter()
+        .map(|b| b.1.div_ceil(SLOT_DATA))
+        .max()
+        .unwrap_or(0);
+    if chunks == 0 {
+        return Ok(());
+    }
+    let first = slots::reserve(c, chunks as u64)?;
+    let at = |j: usize, k: usize| {
+        let (o, l) = blocks[j];
+        (
+            o + (k * SLOT_DATA).min(l),
+            SLOT_DATA.min(l.saturating_sub(k * SLOT_DATA)),
+        )
+    };
+    let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
+        let (o, l) = at(me, k);
+        let own = &recv[o..o + l];
+        publish(c, &first.nth(k as u64), l, false, |d| {
+            copy(d, own);
+            Ok(())
+        })
+    };
+    let total: usize = blocks.iter().map(|b| b.1).sum();
+    let uncached = total >= UNCACHED_FROM;
+    for k in 0..AHEAD_ONE.min(chunks) {
+        put(c, k, recv)?;
+    }
+    for k in 0..chunks {
+        if k + AHEAD_ONE < chunks {
+            put(c, k + AHEAD_ONE, recv)?;
+        }
+        let call = first.nth(k as u64);
+        for p in (0..n).filter(|&p| p != me) {
+            let (o, l) = at(p, k);
+            wait_flag(c, &call, p)?;
+            put_out(&mut recv[o..o + l], part(c, &call, p, 0, l), uncached);
+        }
+        mark_done(c, &call, true);
+    }
+    Ok(())
+}
