@@ -2,6 +2,7 @@
 //! face over a Rust core of communicators, collective algorithms and
 //! per-peer transports. See DESIGN.md in the project's shared notes.
 
+pub mod bootstrap;
 pub mod coll;
 pub mod comm;
 pub mod copy;

@@ -9,7 +9,10 @@
 //! | `FERROCOLL_SHM_RING_BYTES` | `262144` | bytes of each per-pair shared-memory ring |
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
 //! | `FERROCOLL_RNDV_BYTES` | `65536` | messages from this size wait for the matching receive and land directly in its buffer |
+//! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
+//! | `FERROCOLL_SOCKET_IFNAME` | (loopback on one host) | interfaces to listen on: names or prefixes, `^` to exclude, `=` for exact names |
 //! | `FERROCOLL_RANK`, `FERROCOLL_SIZE`, `FERROCOLL_JOB` | (set by `ferrorun`) | this rank, the rank count, the job id |
+//! | `FERROCOLL_STORE`, `FERROCOLL_SECRET` | (set by `ferrorun`) | the rendezvous store's address and the job secret (64 hex digits) |
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -44,6 +47,10 @@ pub struct Params {
     pub spin: u32,
     /// `FERROCOLL_RNDV_BYTES`.
     pub rndv_min: usize,
+    /// `FERROCOLL_TRANSPORT`.
+    pub transport: crate::bootstrap::wire::Transport,
+    /// `FERROCOLL_SOCKET_IFNAME`.
+    pub socket_ifname: Option<String>,
 }
 
 impl Params {
@@ -87,6 +94,11 @@ impl Params {
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .unwrap_or(64 * 1024)
                 .max(1),
+            transport: match get("FERROCOLL_TRANSPORT").as_deref().map(str::trim) {
+                Some("tcp" | "TCP") => crate::bootstrap::wire::Transport::Tcp,
+                _ => crate::bootstrap::wire::Transport::Auto,
+            },
+            socket_ifname: get("FERROCOLL_SOCKET_IFNAME").filter(|v| !v.trim().is_empty()),
         }
     }
 

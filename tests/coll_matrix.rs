@@ -7,7 +7,10 @@ use ferrocoll::coll::{self, Ctx, Reducer};
 use ferrocoll::comm::engine::Engine;
 use ferrocoll::comm::Comm;
 use ferrocoll::transport::shm::Segment;
-use std::sync::Arc;
+use ferrocoll::transport::tcp::{auth::Secret, mesh};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
 
 const RANKS: [usize; 6] = [1, 2, 3, 4, 7, 8];
 /// Several MB of i32 (odd, so blocks are uneven).
@@ -23,14 +26,31 @@ fn counts(n: usize, big: bool) -> Vec<usize> {
     v
 }
 
-/// Runs `f(rank, engine, world)` on `n` threads sharing one segment.
+/// Runs `f(rank, engine, world)` on `n` threads sharing one segment;
+/// with `FERROCOLL_TRANSPORT=tcp` the ranks talk over authenticated
+/// loop-back TCP connections instead of the rings.
 fn world(n: usize, algo: &[(&str, &str)], f: impl Fn(usize, &mut Engine, &mut Comm) + Sync) {
     let seg = Arc::new(Segment::anonymous(n, 64 * 1024).unwrap());
+    let tcp = std::env::var("FERROCOLL_TRANSPORT").is_ok_and(|t| t == "tcp");
+    let secret = Secret::random().unwrap();
+    let addrs = Mutex::new(vec![None; n]);
+    let met = Barrier::new(n);
     std::thread::scope(|s| {
         for r in 0..n {
-            let (seg, f) = (seg.clone(), &f);
+            let (seg, f, addrs, met, secret) = (seg.clone(), &f, &addrs, &met, &secret);
             s.spawn(move || {
-                let mut eng = Engine::over_shm(r, seg);
+                let mut eng = if tcp {
+                    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+                    addrs.lock().unwrap()[r] = Some(l.local_addr().unwrap());
+                    met.wait();
+                    let mut peers: Vec<Option<SocketAddr>> = addrs.lock().unwrap().clone();
+                    peers[r] = None;
+                    let deadline = Instant::now() + Duration::from_secs(30);
+                    let socks = mesh::connect_all(r, &l, &peers, secret, deadline).unwrap();
+                    Engine::over_shm_and_tcp(r, seg, socks).unwrap()
+                } else {
+                    Engine::over_shm(r, seg)
+                };
                 eng.algo = algo
                     .iter()
                     .map(|(a, b)| (a.to_string(), b.to_string()))

@@ -310,6 +310,8 @@ mod job {
     use crate::output::Forwarders;
     use crate::signals::{self, WaitSet};
     use crate::{EXIT_TIMEOUT, NAME};
+    use ferrocoll::bootstrap::store::StoreServer;
+    use ferrocoll::transport::tcp::auth::Secret;
     use libc::{c_int, pid_t};
     use std::io::{self, Read};
     use std::os::unix::process::CommandExt;
@@ -371,6 +373,8 @@ mod job {
     }
 
     pub struct Job {
+        /// Serves the ranks' rendezvous until the job ends.
+        _store: StoreServer,
         ranks: Vec<Rank>,
         /// The rank whose failure decides the exit code.
         first_failure: Option<usize>,
@@ -413,7 +417,14 @@ mod job {
     impl Job {
         /// Starts every rank; on failure the ranks already started are killed (by `Drop`).
         pub fn start(opts: &Options, job_id: &str, output: &mut Forwarders) -> io::Result<Job> {
+            // The rendezvous store through which ranks find each other's TCP
+            // addresses, and the secret that authenticates every connection.
+            let secret = Secret::random().map_err(io::Error::other)?;
+            let store = StoreServer::start(([127, 0, 0, 1], 0).into(), secret.clone())
+                .map_err(io::Error::other)?;
+            let rendezvous = (store.addr().to_string(), secret.to_hex());
             let mut job = Job {
+                _store: store,
                 ranks: Vec::with_capacity(opts.nranks),
                 first_failure: None,
                 forwarded: None,
@@ -430,7 +441,10 @@ mod job {
                 } else {
                     Stdio::null()
                 };
-                let mut child = rank_command(opts, rank, job_id, stdin).spawn()?;
+                let mut child = rank_command(opts, rank, job_id, stdin)
+                    .env("FERROCOLL_STORE", &rendezvous.0)
+                    .env("FERROCOLL_SECRET", &rendezvous.1)
+                    .spawn()?;
                 job.ranks.push(Rank {
                     pid: child.id() as pid_t,
                     outcome: None,

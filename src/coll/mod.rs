@@ -104,7 +104,7 @@ impl<'a> Ctx<'a> {
 
     /// Whether this call may use the communicator's collective slots.
     pub fn has_slots(&self) -> bool {
-        self.comm.slots.is_some() && self.eng.segment().is_some()
+        self.comm.slots.is_some() && self.eng.slots_usable()
     }
 
     /// The algorithm forced by `FERROCOLL_ALGO` for `coll`, if any.

@@ -170,8 +170,8 @@ pub fn reduce(
         }
         return Ok(());
     }
-    let out = out
-        .ok_or_else(|| Error::InvalidArg("reduce root without a receive buffer".into()))?;
+    let out =
+        out.ok_or_else(|| Error::InvalidArg("reduce root without a receive buffer".into()))?;
     if out.len() != len {
         return Err(Error::InvalidArg(format!(
             "reduce root's buffer holds {} bytes, the contribution {len}",

@@ -6,11 +6,13 @@
 use super::buffer::RawBuf;
 use crate::copy::copy;
 use crate::error::{Error, Result};
+use crate::param;
 use crate::param::params;
 use crate::transport::frame::{Frame, FrameKind, FRAME_BYTES};
 use crate::transport::shm::segment::pid_alive;
 use crate::transport::shm::slots::AREAS;
 use crate::transport::shm::Segment;
+use crate::transport::tcp::link::TcpLinks;
 use crate::transport::Link;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -180,6 +182,8 @@ pub struct Engine {
     /// receiver asks for them, so they land in the posted receive buffer
     /// instead of being buffered and copied again.
     pub rndv_min: usize,
+    /// The TCP progress thread, when some links are TCP (stopped on drop).
+    tcp: Option<TcpLinks>,
 }
 
 /// Unexpected-message buffers kept for reuse: sizes and count.
@@ -212,6 +216,34 @@ impl Engine {
             })
             .collect();
         Engine::with_links(me, links, Some(seg))
+    }
+
+    /// An engine whose links to the peers in `tcp` are those TCP
+    /// connections and to every other rank the shared segment. Collective
+    /// slots (which assume every member maps the segment) are then off.
+    pub fn over_shm_and_tcp(
+        me: usize,
+        seg: Arc<Segment>,
+        tcp: Vec<(usize, std::net::TcpStream)>,
+    ) -> Result<Engine> {
+        if tcp.is_empty() {
+            return Ok(Engine::over_shm(me, seg));
+        }
+        let (peers, socks): (Vec<usize>, Vec<_>) = tcp.into_iter().unzip();
+        let bell = seg.clone();
+        let (guard, tlinks) = TcpLinks::start(socks, move || bell.doorbell(me).ring())?;
+        let mut eng = Engine::over_shm(me, seg);
+        for (p, l) in peers.into_iter().zip(tlinks) {
+            eng.links[p] = Link::Tcp(l);
+        }
+        eng.tcp = Some(guard);
+        Ok(eng)
+    }
+
+    /// Whether collectives may use the shared segment's slots: every link
+    /// to another rank is shared memory.
+    pub fn slots_usable(&self) -> bool {
+        self.seg.is_some() && self.tcp.is_none()
     }
 
     /// A single rank with no peers.
@@ -248,6 +280,7 @@ impl Engine {
             slot_epoch: 0,
             spare: Vec::new(),
             rndv_min: params().rndv_min,
+            tcp: None,
         }
     }
 
@@ -712,6 +745,17 @@ impl Engine {
         }
     }
 
+    /// Whether a pending request still needs world rank `p`.
+    fn still_needs(&self, p: usize) -> bool {
+        self.reqs.iter().flatten().any(|r| {
+            !r.done
+                && match r.kind {
+                    Kind::Send { dst, .. } => dst == p,
+                    Kind::Recv { m, .. } => m.source == Some(p),
+                }
+        })
+    }
+
     fn check_health(
         &mut self,
         seg: &Segment,
@@ -724,18 +768,18 @@ impl Engine {
             return Err(Error::Aborted { rank, code });
         }
         for &p in peers {
+            if let Some(why) = self.links[p].failure() {
+                if strict || self.still_needs(p) {
+                    param::debug_log(param::DebugLevel::Warn, || {
+                        format!("link to rank {p} failed: {why}")
+                    });
+                    return Err(Error::PeerDied { rank: p, op });
+                }
+            }
             if !pid_alive(seg.pid_of(p)) {
                 // It may have sent everything before exiting: drain first.
                 self.progress();
-                let still = strict
-                    || self.reqs.iter().flatten().any(|r| {
-                        !r.done
-                            && match r.kind {
-                                Kind::Send { dst, .. } => dst == p,
-                                Kind::Recv { m, .. } => m.source == Some(p),
-                            }
-                    });
-                if still {
+                if strict || self.still_needs(p) {
                     return Err(Error::PeerDied { rank: p, op });
                 }
             }

@@ -5,12 +5,14 @@
 
 pub mod frame;
 pub mod shm;
+pub mod tcp;
 
 use shm::ring::Ring;
 use std::collections::VecDeque;
 
-/// One peer's connection, chosen per peer: shared memory on this host, a
-/// loop-back queue for the rank itself.
+/// One peer's connection, chosen per peer: shared memory on this host, TCP
+/// to other hosts (or everywhere when forced), a loop-back queue for the
+/// rank itself.
 pub enum Link {
     /// Two rings in the job's shared segment (to the peer, from the peer).
     Shm {
@@ -21,6 +23,8 @@ pub enum Link {
     },
     /// A rank talking to itself: an in-process byte queue.
     SelfLoop(VecDeque<u8>),
+    /// A TCP connection, served by the process's progress thread.
+    Tcp(tcp::link::TcpLink),
 }
 
 impl Link {
@@ -32,6 +36,7 @@ impl Link {
                 q.extend(data);
                 data.len()
             }
+            Link::Tcp(t) => t.write_some(data),
         }
     }
 
@@ -39,6 +44,7 @@ impl Link {
     pub fn write_both(&mut self, a: &[u8], b: &[u8]) -> bool {
         match self {
             Link::Shm { tx, .. } => tx.write_both(a, b),
+            Link::Tcp(t) => t.write_both(a, b),
             Link::SelfLoop(q) => {
                 q.extend(a);
                 q.extend(b);
@@ -52,6 +58,7 @@ impl Link {
         match self {
             Link::Shm { rx, .. } => rx.readable(),
             Link::SelfLoop(q) => q.len(),
+            Link::Tcp(t) => t.readable(),
         }
     }
 
@@ -59,6 +66,7 @@ impl Link {
     pub fn read_with(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
         match self {
             Link::Shm { rx, .. } => rx.read_with(max, f),
+            Link::Tcp(t) => t.read_with(max, f),
             Link::SelfLoop(q) => {
                 let n = max.min(q.len());
                 let (a, b) = q.as_slices();
@@ -77,5 +85,13 @@ impl Link {
     /// peer's doorbell must be rung).
     pub fn is_remote(&self) -> bool {
         matches!(self, Link::Shm { .. })
+    }
+
+    /// Why the link can carry nothing more (its peer is gone), if so.
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            Link::Tcp(t) if t.is_dead() => Some(t.why()),
+            _ => None,
+        }
     }
 }

@@ -292,7 +292,7 @@ pub fn init(thread_level: c_int) -> MpiResult<()> {
                         .map_err(MpiErr::from)?;
                 let seg = Arc::new(seg);
                 *SEGMENT.lock().map_err(|_| bad("state"))? = Some(seg.clone());
-                Engine::over_shm(rank, seg)
+                crate::bootstrap::wire::engine(rank, size, seg).map_err(MpiErr::from)?
             }
         }
         _ => Engine::singleton(),
@@ -300,9 +300,10 @@ pub fn init(thread_level: c_int) -> MpiResult<()> {
     RANK.store(eng.rank() as i32, Ordering::Relaxed);
     crate::param::debug_log(crate::param::DebugLevel::Info, || {
         format!(
-            "rank {} of {} initialised (shared memory)",
+            "rank {} of {} initialised ({:?} transport)",
             eng.rank(),
-            eng.size()
+            eng.size(),
+            crate::param::params().transport
         )
     });
     *guard = Some(Runtime::new(eng, thread_level));

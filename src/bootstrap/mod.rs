@@ -1,0 +1,6 @@
+//! Rank, size and peer discovery before any link exists: launcher
+//! environments and a small authenticated key-value store (`store`) where
+//! ranks publish their addresses and meet at barriers.
+
+pub mod store;
+pub mod wire;
