@@ -59,6 +59,30 @@ fn fold_ordered(parts: &[&[u8]], out: &mut [u8], red: &Reducer) {
     }
 }
 
+/// Blocks (offset, length) cut into pieces of `piece` bytes, one per chunk.
+struct Pieces<'b> {
+    blocks: &'b [(usize, usize)],
+    piece: usize,
+}
+
+impl Pieces<'_> {
+    /// Chunks needed for the longest block.
+    fn count(&self) -> usize {
+        let p = self.piece;
+        self.blocks
+            .iter()
+            .map(|b| b.1.div_ceil(p))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Piece `k` of block `j`: (offset, length), empty past the block's end.
+    fn at(&self, j: usize, k: usize) -> (usize, usize) {
+        let ((o, l), p) = (self.blocks[j], self.piece);
+        (o + (k * p).min(l), p.min(l.saturating_sub(k * p)))
+    }
+}
+
 /// Waits for every peer's flag of `call`.
 fn wait_peers(c: &mut Ctx, call: &Call) -> Result<()> {
     let me = c.rank();
@@ -244,23 +268,13 @@ pub fn reduce_scatter(
             red.extent
         )));
     }
-    let chunks = blocks
-        .iter()
-        .map(|b| b.1.div_ceil(piece))
-        .max()
-        .unwrap_or(0);
+    let cut = Pieces { blocks, piece };
+    let chunks = cut.count();
     if chunks == 0 {
         return Ok(());
     }
     let first = slots::reserve(c, chunks as u64)?;
-    // Piece k of block j: (offset in the vector, length).
-    let at = |j: usize, k: usize| {
-        let (o, l) = blocks[j];
-        (
-            o + (k * piece).min(l),
-            piece.min(l.saturating_sub(k * piece)),
-        )
-    };
+    let at = |j: usize, k: usize| cut.at(j, k);
     let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
         let input = send.unwrap_or(recv);
         publish(c, &first.nth(k as u64), n * piece, false, |d| {
@@ -343,22 +357,16 @@ pub fn allgatherv(
     if let Some(s) = send {
         super::copy_own(&mut recv[mo..mo + ml], s)?;
     }
-    let chunks = blocks
-        .iter()
-        .map(|b| b.1.div_ceil(SLOT_DATA))
-        .max()
-        .unwrap_or(0);
+    let cut = Pieces {
+        blocks,
+        piece: SLOT_DATA,
+    };
+    let chunks = cut.count();
     if chunks == 0 {
         return Ok(());
     }
     let first = slots::reserve(c, chunks as u64)?;
-    let at = |j: usize, k: usize| {
-        let (o, l) = blocks[j];
-        (
-            o + (k * SLOT_DATA).min(l),
-            SLOT_DATA.min(l.saturating_sub(k * SLOT_DATA)),
-        )
-    };
+    let at = |j: usize, k: usize| cut.at(j, k);
     let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
         let (o, l) = at(me, k);
         let own = &recv[o..o + l];
