@@ -122,16 +122,21 @@ impl TcpLink {
     }
 
     fn kick(&self) {
-        let one: u64 = 1;
-        // SAFETY: writing 8 bytes from a live u64 to our own eventfd.
-        unsafe {
-            libc::write(
-                self.wake.as_raw_fd(),
-                &one as *const u64 as *const libc::c_void,
-                8,
-            )
-        };
+        kick(&self.wake);
     }
+}
+
+/// Wakes the progress thread out of `poll`.
+fn kick(wake: &OwnedFd) {
+    let one: u64 = 1;
+    // SAFETY: writing 8 bytes from a live u64 to our own eventfd.
+    unsafe {
+        libc::write(
+            wake.as_raw_fd(),
+            &one as *const u64 as *const libc::c_void,
+            8,
+        )
+    };
 }
 
 /// Non-blocking send of as much as the socket takes now (errors are left
@@ -242,15 +247,7 @@ impl Drop for TcpLinks {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         self.stop.store(true, Ordering::Release);
-        let one: u64 = 1;
-        // SAFETY: writing 8 bytes from a live u64 to our own eventfd.
-        unsafe {
-            libc::write(
-                self.wake.as_raw_fd(),
-                &one as *const u64 as *const libc::c_void,
-                8,
-            )
-        };
+        kick(&self.wake);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
