@@ -3,9 +3,11 @@
 # each at several rank counts for R rounds (libraries alternate within a round
 # so slow drifts of a shared machine hit all of them), then print one table per
 # rank count with the median of the rounds, and the foundation targets' verdicts.
-# Usage: bench/compare.sh [--quick] [--ranks "2 4"] [--ops a,b] [--rounds R]
+# Usage: bench/compare.sh [--quick] [--tcp] [--ranks "2 4"] [--ops a,b] [--rounds R]
 #        [--libs "ferrocoll openmpi mpich"] [--timeout SECS] [--out DIR]
 #        [--args "extra mpibench args"]
+# --tcp: every rank pair over loop-back TCP: ferrocoll with FERROCOLL_TRANSPORT=tcp
+#        against Open MPI with --mca btl tcp,self (MPICH is left out).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -15,6 +17,7 @@ LIBDIR=${FERROCOLL_LIBDIR:-${CARGO_TARGET_DIR:-$ROOT/target}/release}
 BUILD=$HERE/build
 
 QUICK=0
+TCP=0
 RANKS="2 4"
 OPS=all
 ROUNDS=3
@@ -28,6 +31,7 @@ usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) QUICK=1 ;;
+    --tcp) TCP=1; LIBS="ferrocoll openmpi" ;;
     --ranks) RANKS=$2; shift ;;
     --ops) OPS=$2; shift ;;
     --rounds) ROUNDS=$2; shift ;;
@@ -138,6 +142,13 @@ run_one() { # lib ranks round
     mpich) cmd=(mpiexec.mpich -n "$n") ;;
     ferrocoll) cmd=("$LIBDIR/ferrorun" -n "$n") ;;
   esac
+  if [ "$TCP" = 1 ]; then
+    case $lib in
+      openmpi) cmd=(env OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo
+                    mpirun.openmpi --oversubscribe --allow-run-as-root -np "$n") ;;
+      ferrocoll) cmd=(env FERROCOLL_TRANSPORT=tcp "${cmd[@]}") ;;
+    esac
+  fi
   # shellcheck disable=SC2086 # args and EXTRA are word lists on purpose
   echo "# command: ${cmd[*]} ${BIN[$lib]} $args $EXTRA -o $OPS" >"$out"
   t0=$(date +%s.%N)
@@ -157,6 +168,7 @@ run_one() { # lib ranks round
   echo "date: $(date -Is)"
   echo "host: $(uname -srm), $NCORES cores, load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "libraries: $ACTIVE"
+  if [ "$TCP" = 1 ]; then echo "transport: tcp (loop-back)"; else echo "transport: shm"; fi
   echo "ranks: $RANKS  rounds: $ROUNDS  ops: $OPS  timeout: ${TIMEOUT}s"
   echo "mpibench args: $BENCH_ARGS $EXTRA (MPICH at ranks > cores adds: $MPICH_OVERSUB_ARGS)"
   if [ -n "${BIN[ferrocoll]:-}" ]; then

@@ -92,6 +92,10 @@ mod cli {
 
     pub struct Options {
         pub nranks: usize,
+        /// `--hosts a:2,b:2`: (host, slots) in rank order; empty for this host only.
+        pub hosts: Vec<(String, usize)>,
+        /// `--rsh`: the remote-shell command template (`{host}` is replaced).
+        pub rsh: String,
         pub tag_output: bool,
         pub timeout: Option<Timeout>,
         pub program: OsString,
@@ -113,11 +117,19 @@ mod cli {
     pub fn usage(invoked: &str) -> String {
         format!(
             "\
-Usage: {invoked} -n N [--tag-output] [--timeout SECS] [--] PROGRAM [ARGS...]
-Start N processes (ranks) of PROGRAM on this host, for ferrocoll.
+Usage: {invoked} -n N [--hosts H:N,...] [--rsh CMD] [--tag-output] [--timeout SECS]
+       [--] PROGRAM [ARGS...]
+Start N processes (ranks) of PROGRAM on this host (or on the hosts given), for ferrocoll.
 
 Options:
-  -n N, -np N, --np N  number of ranks to start (at least 1)
+  -n N, -np N, --np N  number of ranks to start (at least 1; with --hosts, at
+                       most the slots given; default all of them)
+  --hosts H:N,...      start ranks on these hosts, N on each, in rank order,
+                       through the remote shell; ranks of one host share memory
+                       and hosts talk TCP
+  --rsh CMD            remote shell for --hosts (default \"ssh\"); {{host}} in CMD is
+                       replaced by the host, else the host follows CMD; the rank's
+                       command line comes last, as one word
   --tag-output         prefix every output line with \"[RANK] \"
   --timeout SECS       kill the job if it runs longer than SECS seconds
   -h, --help           print this help
@@ -140,6 +152,8 @@ cannot be started; 2 on a usage error.
         let mut nranks = None;
         let mut tag_output = false;
         let mut timeout = None;
+        let mut hosts = Vec::new();
+        let mut rsh = "ssh".to_string();
         let mut i = 0;
         while i < args.len() {
             // A word that is not UTF-8 cannot be one of our options, so it is the program.
@@ -151,6 +165,17 @@ cannot be started; 2 on a usage error.
                 }
                 "--timeout" => {
                     timeout = Some(parse_timeout(value_of(args, i)?)?);
+                    i += 2;
+                }
+                "--hosts" => {
+                    hosts = parse_hosts(value_of(args, i)?)?;
+                    i += 2;
+                }
+                "--rsh" => {
+                    rsh = value_of(args, i)?.to_string();
+                    if rsh.split_whitespace().next().is_none() {
+                        return Err("--rsh needs a command".into());
+                    }
                     i += 2;
                 }
                 "--tag-output" => {
@@ -170,9 +195,19 @@ cannot be started; 2 on a usage error.
             }
         }
         let (program, rest) = args[i..].split_first().ok_or("missing program to run")?;
-        let nranks = nranks.ok_or("missing -n N (the number of ranks)")?;
+        let slots: usize = hosts.iter().map(|h: &(String, usize)| h.1).sum();
+        let nranks = match (nranks, slots) {
+            (Some(n), s) if s > 0 && n > s => {
+                return Err(format!("-n {n} but --hosts gives only {s} slots"))
+            }
+            (Some(n), _) => n,
+            (None, s) if s > 0 => s,
+            (None, _) => return Err("missing -n N (the number of ranks)".into()),
+        };
         Ok(Action::Run(Options {
             nranks,
+            hosts,
+            rsh,
             tag_output,
             timeout,
             program: program.clone(),
@@ -189,6 +224,23 @@ cannot be started; 2 on a usage error.
         value
             .to_str()
             .ok_or_else(|| format!("invalid value for option '{option}'"))
+    }
+
+    /// `a:2,b:3` (a host without `:N` has one slot).
+    fn parse_hosts(text: &str) -> Result<Vec<(String, usize)>, String> {
+        text.split(',')
+            .map(|h| {
+                let (name, n) = h.rsplit_once(':').unwrap_or((h, "1"));
+                let ok_name = !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
+                match n.parse::<usize>() {
+                    Ok(n) if n >= 1 && ok_name => Ok((name.to_string(), n)),
+                    _ => Err(format!("invalid host '{h}' in --hosts (need NAME:N)")),
+                }
+            })
+            .collect()
     }
 
     fn parse_nranks(text: &str) -> Result<usize, String> {
@@ -312,6 +364,7 @@ mod job {
     use crate::{EXIT_TIMEOUT, NAME};
     use ferrocoll::bootstrap::store::StoreServer;
     use ferrocoll::transport::tcp::auth::Secret;
+    use ferrocoll::transport::tcp::mesh;
     use libc::{c_int, pid_t};
     use std::io::{self, Read};
     use std::os::unix::process::CommandExt;
@@ -420,8 +473,16 @@ mod job {
             // The rendezvous store through which ranks find each other's TCP
             // addresses, and the secret that authenticates every connection.
             let secret = Secret::random().map_err(io::Error::other)?;
-            let store = StoreServer::start(([127, 0, 0, 1], 0).into(), secret.clone())
-                .map_err(io::Error::other)?;
+            // Ranks on other hosts must reach it: then it listens on the
+            // chosen interface (FERROCOLL_SOCKET_IFNAME), else on loopback.
+            let ip = if opts.hosts.is_empty() {
+                [127, 0, 0, 1].into()
+            } else {
+                let filter = std::env::var("FERROCOLL_SOCKET_IFNAME").ok();
+                mesh::choose_ip(filter.as_deref(), false).map_err(io::Error::other)?
+            };
+            let store =
+                StoreServer::start((ip, 0).into(), secret.clone()).map_err(io::Error::other)?;
             let rendezvous = (store.addr().to_string(), secret.to_hex());
             let mut job = Job {
                 _store: store,
@@ -441,10 +502,15 @@ mod job {
                 } else {
                     Stdio::null()
                 };
-                let mut child = rank_command(opts, rank, job_id, stdin)
-                    .env("FERROCOLL_STORE", &rendezvous.0)
-                    .env("FERROCOLL_SECRET", &rendezvous.1)
-                    .spawn()?;
+                let mut cmd = if opts.hosts.is_empty() {
+                    let mut c = rank_command(opts, rank, job_id, stdin);
+                    c.env("FERROCOLL_STORE", &rendezvous.0)
+                        .env("FERROCOLL_SECRET", &rendezvous.1);
+                    c
+                } else {
+                    remote_command(opts, rank, job_id, stdin, &rendezvous)?
+                };
+                let mut child = cmd.spawn()?;
                 job.ranks.push(Rank {
                     pid: child.id() as pid_t,
                     outcome: None,
@@ -641,6 +707,83 @@ mod job {
             cmd.pre_exec(move || die_with_launcher(launcher));
         }
         cmd
+    }
+
+    /// Rank `rank` of a `--hosts` job: the remote shell (`opts.rsh`, with
+    /// `{host}` replaced or the host appended) running one shell word that
+    /// changes to this directory and starts the program with the rank's
+    /// environment: ferrorun's variables plus every FERROCOLL_* setting.
+    fn remote_command(
+        opts: &Options,
+        rank: usize,
+        job_id: &str,
+        stdin: Stdio,
+        rendezvous: &(String, String),
+    ) -> io::Result<Command> {
+        let mut first = 0;
+        let (host, slots, local) = opts
+            .hosts
+            .iter()
+            .find_map(|(h, n)| {
+                let at = (rank < first + n).then(|| (h.as_str(), *n, rank - first));
+                first += n;
+                at
+            })
+            .ok_or_else(|| io::Error::other(format!("no host slot for rank {rank}")))?;
+        // The last host may hold fewer ranks than its slots when -n is smaller.
+        let on_host = slots.min(opts.nranks - (first - slots));
+        let mut vars: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("FERROCOLL_"))
+            .collect();
+        vars.extend(
+            [
+                ("FERROCOLL_RANK", rank.to_string()),
+                ("FERROCOLL_SIZE", opts.nranks.to_string()),
+                ("FERROCOLL_LOCAL_RANK", local.to_string()),
+                ("FERROCOLL_LOCAL_SIZE", on_host.to_string()),
+                ("FERROCOLL_JOB", job_id.to_string()),
+                ("FERROCOLL_MULTIHOST", "1".to_string()),
+                ("FERROCOLL_STORE", rendezvous.0.clone()),
+                ("FERROCOLL_SECRET", rendezvous.1.clone()),
+            ]
+            .map(|(k, v)| (k.to_string(), v)),
+        );
+        let cwd = std::env::current_dir()?;
+        let mut line = format!("cd {} && exec env", quote(&cwd.to_string_lossy()));
+        for (k, v) in &vars {
+            line.push_str(&format!(" {k}={}", quote(v)));
+        }
+        line.push(' ');
+        line.push_str(&quote(&opts.program.to_string_lossy()));
+        for a in &opts.args {
+            line.push(' ');
+            line.push_str(&quote(&a.to_string_lossy()));
+        }
+        let mut words: Vec<String> = opts
+            .rsh
+            .split_whitespace()
+            .map(|w| w.replace("{host}", host))
+            .collect();
+        if !opts.rsh.contains("{host}") {
+            words.push(host.to_string());
+        }
+        words.push(line);
+        let mut cmd = Command::new(&words[0]);
+        cmd.args(&words[1..]).process_group(0).stdin(stdin);
+        if opts.tag_output {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        let launcher = std::process::id();
+        // SAFETY: as in `rank_command`: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || die_with_launcher(launcher));
+        }
+        Ok(cmd)
+    }
+
+    /// One word for a POSIX shell.
+    fn quote(s: &str) -> String {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 
     /// In the child before exec: if ferrorun is killed outright (SIGKILL, no chance to clean

@@ -2,5 +2,8 @@
 //! environments and a small authenticated key-value store (`store`) where
 //! ranks publish their addresses and meet at barriers.
 
+pub mod host;
+pub mod launch;
+pub mod pmi;
 pub mod store;
 pub mod wire;

@@ -153,6 +153,8 @@ pub struct Engine {
     me: usize,
     links: Vec<Link>,
     seg: Option<Arc<Segment>>,
+    /// Each world rank's index in `seg` (None: on another host).
+    on_seg: Vec<Option<usize>>,
     sendq: Vec<VecDeque<ReqId>>,
     rx: Vec<Rx>,
     posted: Vec<ReqId>,
@@ -203,40 +205,75 @@ impl Engine {
     /// this host). `seg.nranks()` is the world size.
     pub fn over_shm(me: usize, seg: Arc<Segment>) -> Engine {
         let n = seg.nranks();
-        let links = (0..n)
-            .map(|p| {
-                if p == me {
-                    Link::SelfLoop(VecDeque::new())
-                } else {
-                    Link::Shm {
-                        tx: seg.ring(me, p),
-                        rx: seg.ring(p, me),
-                    }
-                }
-            })
-            .collect();
-        Engine::with_links(me, links, Some(seg))
+        let local: Vec<usize> = (0..n).collect();
+        Engine::over_host(me, n, seg, &local, Vec::new()).expect("no TCP links to start")
     }
 
     /// An engine whose links to the peers in `tcp` are those TCP
-    /// connections and to every other rank the shared segment. Collective
-    /// slots (which assume every member maps the segment) are then off.
+    /// connections and to every other rank the shared segment, which holds
+    /// the whole world. Collective slots (which assume every member maps
+    /// the segment) are then off.
     pub fn over_shm_and_tcp(
         me: usize,
         seg: Arc<Segment>,
         tcp: Vec<(usize, std::net::TcpStream)>,
     ) -> Result<Engine> {
-        if tcp.is_empty() {
-            return Ok(Engine::over_shm(me, seg));
+        let n = seg.nranks();
+        let local: Vec<usize> = (0..n).collect();
+        Engine::over_host(me, n, seg, &local, tcp)
+    }
+
+    /// An engine for world rank `me` of `size` whose segment `seg` is
+    /// shared by the world ranks `local` (in segment order, `me` among
+    /// them): rings to those, the connections in `tcp` to the others.
+    /// A local peer listed in `tcp` (forced TCP) talks over TCP.
+    pub fn over_host(
+        me: usize,
+        size: usize,
+        seg: Arc<Segment>,
+        local: &[usize],
+        tcp: Vec<(usize, std::net::TcpStream)>,
+    ) -> Result<Engine> {
+        if local.windows(2).any(|w| w[0] >= w[1]) || local.iter().any(|&w| w >= size) {
+            return Err(Error::InvalidArg(format!(
+                "host ranks {local:?} are not ascending world ranks below {size}"
+            )));
         }
-        let (peers, socks): (Vec<usize>, Vec<_>) = tcp.into_iter().unzip();
-        let bell = seg.clone();
-        let (guard, tlinks) = TcpLinks::start(socks, move || bell.doorbell(me).ring())?;
-        let mut eng = Engine::over_shm(me, seg);
-        for (p, l) in peers.into_iter().zip(tlinks) {
-            eng.links[p] = Link::Tcp(l);
+        let mut on_seg = vec![None; size];
+        for (i, &w) in local.iter().enumerate() {
+            on_seg[w] = Some(i);
         }
-        eng.tcp = Some(guard);
+        let my = on_seg[me].ok_or_else(|| {
+            Error::InvalidArg(format!("rank {me} is missing from its host's segment"))
+        })?;
+        let mut links: Vec<Link> = (0..size)
+            .map(|p| match on_seg[p] {
+                _ if p == me => Link::SelfLoop(VecDeque::new()),
+                Some(q) => Link::Shm {
+                    tx: seg.ring(my, q),
+                    rx: seg.ring(q, my),
+                },
+                // Replaced by its TCP link below; checked to be there.
+                None => Link::SelfLoop(VecDeque::new()),
+            })
+            .collect();
+        let missing = (0..size).find(|&p| on_seg[p].is_none() && !tcp.iter().any(|t| t.0 == p));
+        if let Some(p) = missing {
+            return Err(Error::InvalidArg(format!("no link to rank {p}")));
+        }
+        let mut guard = None;
+        if !tcp.is_empty() {
+            let (peers, socks): (Vec<usize>, Vec<_>) = tcp.into_iter().unzip();
+            let bell = seg.clone();
+            let (g, tlinks) = TcpLinks::start(socks, move || bell.doorbell(my).ring())?;
+            for (p, l) in peers.into_iter().zip(tlinks) {
+                links[p] = Link::Tcp(l);
+            }
+            guard = Some(g);
+        }
+        let mut eng = Engine::with_links(me, links, Some(seg));
+        eng.on_seg = on_seg;
+        eng.tcp = guard;
         Ok(eng)
     }
 
@@ -244,6 +281,21 @@ impl Engine {
     /// to another rank is shared memory.
     pub fn slots_usable(&self) -> bool {
         self.seg.is_some() && self.tcp.is_none()
+    }
+
+    /// How many peers each kind of link reaches, e.g. `1 shm + 4 tcp`.
+    pub fn link_summary(&self) -> String {
+        let shm = self
+            .links
+            .iter()
+            .filter(|l| matches!(l, Link::Shm { .. }))
+            .count();
+        let tcp = self
+            .links
+            .iter()
+            .filter(|l| matches!(l, Link::Tcp(_)))
+            .count();
+        format!("{shm} shm + {tcp} tcp")
     }
 
     /// A single rank with no peers.
@@ -263,6 +315,7 @@ impl Engine {
         Engine {
             me,
             links,
+            on_seg: (0..n).map(Some).collect(),
             seg,
             sendq: (0..n).map(|_| VecDeque::new()).collect(),
             rx: (0..n).map(|_| HDR0).collect(),
@@ -728,7 +781,7 @@ impl Engine {
                     idle = 0;
                     continue;
                 }
-                let bell = seg.doorbell(self.me);
+                let bell = seg.doorbell(self.on_seg[self.me].unwrap_or(0));
                 let seen = bell.prepare();
                 if self.progress() || done(self) {
                     bell.cancel();
@@ -776,7 +829,8 @@ impl Engine {
                     return Err(Error::PeerDied { rank: p, op });
                 }
             }
-            if !pid_alive(seg.pid_of(p)) {
+            let on_host = self.on_seg.get(p).copied().flatten();
+            if on_host.is_some_and(|q| !pid_alive(seg.pid_of(q))) {
                 // It may have sent everything before exiting: drain first.
                 self.progress();
                 if strict || self.still_needs(p) {
@@ -821,8 +875,8 @@ impl Engine {
 
     fn ring_bell(&self, peer: usize) {
         if let Some(seg) = &self.seg {
-            if self.links[peer].is_remote() {
-                seg.doorbell(peer).ring();
+            if let (true, Some(q)) = (self.links[peer].is_remote(), self.on_seg[peer]) {
+                seg.doorbell(q).ring();
             }
         }
     }

@@ -6,11 +6,14 @@ use super::consts::*;
 use super::errors::{class_name, MpiErr, MpiResult};
 use super::ops::UserOp;
 use super::types::Derived;
+use crate::bootstrap::launch::Launch;
+use crate::bootstrap::pmi::Pmi;
+use crate::bootstrap::store::StoreServer;
+use crate::bootstrap::wire::wire;
 use crate::comm::engine::{Engine, ReqId};
 use crate::comm::Comm;
 use crate::ffi::boundary;
-use crate::param::params;
-use crate::transport::shm::segment::{path_for, Segment};
+use crate::transport::shm::segment::Segment;
 use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
@@ -95,10 +98,20 @@ pub struct Runtime {
     /// Set by a call whose error belongs to another communicator than its
     /// argument (a request's, at completion).
     pub err_comm: Option<MPI_Comm>,
+    /// What the launcher lent until `MPI_Finalize`.
+    launcher: Launcher,
+}
+
+/// The PMI session (finalized at `MPI_Finalize`) and the store this rank
+/// serves for the others.
+#[derive(Default)]
+struct Launcher {
+    pmi: Option<Pmi>,
+    _server: Option<StoreServer>,
 }
 
 impl Runtime {
-    fn new(eng: Engine, thread_level: c_int) -> Runtime {
+    fn new(eng: Engine, thread_level: c_int, launcher: Launcher) -> Runtime {
         let mut comms = Handles::default();
         let world = Comm::world(&eng);
         let me = Comm::self_comm(&eng);
@@ -125,6 +138,7 @@ impl Runtime {
             thread_level,
             main_thread: std::thread::current().id(),
             err_comm: None,
+            launcher,
         }
     }
 
@@ -265,48 +279,33 @@ pub fn init(thread_level: c_int) -> MpiResult<()> {
     let mut guard = RT
         .lock()
         .map_err(|_| MpiErr::new(MPI_ERR_INTERN, "library state poisoned"))?;
-    let env = |k: &str| std::env::var(k).ok();
-    let eng = match (
-        env("FERROCOLL_RANK"),
-        env("FERROCOLL_SIZE"),
-        env("FERROCOLL_JOB"),
-    ) {
-        (Some(r), Some(n), Some(job)) => {
-            let bad =
-                |what: &str| MpiErr::new(MPI_ERR_OTHER, format!("bad {what} from the launcher"));
-            let rank: usize = r.trim().parse().map_err(|_| bad("FERROCOLL_RANK"))?;
-            let size: usize = n.trim().parse().map_err(|_| bad("FERROCOLL_SIZE"))?;
-            if size == 0
-                || rank >= size
-                || job.is_empty()
-                || !job.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-            {
-                return Err(bad("FERROCOLL_RANK/SIZE/JOB"));
-            }
-            if size == 1 {
-                Engine::singleton()
-            } else {
-                let p = params();
-                let seg =
-                    Segment::attach(&path_for(&job), rank, size, p.ring_bytes, p.setup_timeout)
-                        .map_err(MpiErr::from)?;
-                let seg = Arc::new(seg);
-                *SEGMENT.lock().map_err(|_| bad("state"))? = Some(seg.clone());
-                crate::bootstrap::wire::engine(rank, size, seg).map_err(MpiErr::from)?
-            }
-        }
-        _ => Engine::singleton(),
+    let launch = Launch::discover().map_err(MpiErr::from)?;
+    let source = launch.source;
+    let (eng, keep) = if launch.size == 1 {
+        (Engine::singleton(), Launcher::default())
+    } else {
+        let w = wire(launch).map_err(MpiErr::from)?;
+        *SEGMENT
+            .lock()
+            .map_err(|_| MpiErr::new(MPI_ERR_INTERN, "library state poisoned"))? =
+            Some(w.segment.clone());
+        let keep = Launcher {
+            pmi: w.pmi,
+            _server: w.server,
+        };
+        (w.engine, keep)
     };
     RANK.store(eng.rank() as i32, Ordering::Relaxed);
     crate::param::debug_log(crate::param::DebugLevel::Info, || {
         format!(
-            "rank {} of {} initialised ({:?} transport)",
+            "rank {} of {} initialised ({:?} transport, launched by {source:?}; peers: {})",
             eng.rank(),
             eng.size(),
-            crate::param::params().transport
+            crate::param::params().transport,
+            eng.link_summary()
         )
     });
-    *guard = Some(Runtime::new(eng, thread_level));
+    *guard = Some(Runtime::new(eng, thread_level, keep));
     STATE.store(RUNNING, Ordering::Release);
     Ok(())
 }
@@ -321,6 +320,9 @@ pub fn finalize() -> MpiResult<()> {
         &mut crate::coll::Ctx::new(&mut rt.eng, &mut comm).named("MPI_Finalize"),
     )
     .map_err(MpiErr::from)?;
+    if let Some(pmi) = rt.launcher.pmi.as_mut() {
+        pmi.finalize().map_err(MpiErr::from)?;
+    }
     STATE.store(FINALIZED, Ordering::Release);
     *guard = None;
     if let Ok(mut s) = SEGMENT.lock() {

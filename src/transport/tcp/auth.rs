@@ -36,6 +36,15 @@ impl Secret {
         Ok(Secret(s))
     }
 
+    /// A secret derived from a job's public name, for launchers that carry
+    /// no secret (torchrun- or Slurm-style environments without
+    /// `FERROCOLL_SECRET`): it keeps other jobs' ranks apart, not attackers out.
+    pub fn derived(name: &str) -> Secret {
+        use sha2::Digest;
+        let d = Sha256::digest(format!("ferrocoll-derived-secret/{name}").as_bytes());
+        Secret(d.into())
+    }
+
     /// Parses 64 hex digits (as `to_hex` writes them).
     pub fn from_hex(s: &str) -> Result<Secret> {
         let s = s.trim();

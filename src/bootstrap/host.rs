@@ -1,0 +1,47 @@
+//! Which host a rank runs on: ranks with the same hostname and boot id
+//! share a kernel, so they can share memory.
+
+/// This process's host identity, `hostname/boot-id`, with no whitespace
+/// or `=` (it travels in PMI lines).
+pub fn host_id() -> String {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let host = read("/proc/sys/kernel/hostname");
+    let boot = read("/proc/sys/kernel/random/boot_id");
+    format!("{host}/{boot}")
+        .chars()
+        .map(|c| {
+            if c.is_whitespace() || c == '=' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// The world ranks whose host is `hosts[me]`, ascending.
+pub fn same_host(hosts: &[String], me: usize) -> Vec<usize> {
+    (0..hosts.len())
+        .filter(|&q| hosts[q] == hosts[me])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_ids_group_ranks() {
+        let id = host_id();
+        assert!(id.contains('/') && !id.contains(' '));
+        assert_eq!(id, host_id());
+        let hosts: Vec<String> = ["a", "b", "a", "c", "b"].map(String::from).to_vec();
+        assert_eq!(same_host(&hosts, 2), vec![0, 2]);
+        assert_eq!(same_host(&hosts, 4), vec![1, 4]);
+        assert_eq!(same_host(&hosts, 3), vec![3]);
+    }
+}
