@@ -7,8 +7,14 @@
  *   last-rank                 the last rank sends with a negative tag
  *   abort-handler             rank 0 errs on a communicator whose handler is
  *                             MPI_ERRORS_ABORT
+ *   kill-last                 under MPI_ERRORS_RETURN the last rank kills
+ *                             itself (SIGKILL) between allreduces; the others
+ *                             print the error they get ("DETECTED: ...") and
+ *                             exit 3 (run by run_peer_death.sh)
  * If the call returns, "UNEXPECTED-RETURN" is printed and the exit is 0. */
 #include "testutil.h"
+#include <signal.h>
+#include <unistd.h>
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "allreduce-type";
@@ -19,6 +25,23 @@ int main(int argc, char **argv) {
   /* Everyone is past init before anyone errs, so the job is fully up. */
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
   int culprit = 0;
+  if (strcmp(mode, "kill-last") == 0) {
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    for (int i = 0; i < 100000; i++) {
+      if (rank == size - 1 && i == 50) raise(SIGKILL);
+      rc = MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+      if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        printf("DETECTED: rank %d: %s\n", rank, msg);
+        fflush(stdout);
+        _exit(3);
+      }
+    }
+    printf("UNEXPECTED-RETURN: rank %d finished every allreduce\n", rank);
+    return 0;
+  }
   if (strcmp(mode, "allreduce-type") == 0) {
     if (rank == 0)
       rc = MPI_Allreduce(&in, &out, 1, (MPI_Datatype)0x1234, MPI_SUM,

@@ -820,15 +820,25 @@ impl Engine {
         if let Some((rank, code)) = seg.aborted() {
             return Err(Error::Aborted { rank, code });
         }
+        // A dead connection fails the wait once everything it brought was
+        // read and the wait still needs that peer. The error names the
+        // first connection of this rank to die, which may be another one:
+        // the peer this wait needs may have quit because of it.
+        let fails = peers.iter().any(|&p| {
+            matches!(self.links[p].failure(), Some((_, _, true))) && (strict || self.still_needs(p))
+        });
+        if fails {
+            let (p, why) = (0..self.links.len())
+                .filter_map(|p| self.links[p].failure().map(|(why, at, _)| (at, p, why)))
+                .min_by_key(|d| (d.0, d.1))
+                .map(|(_, p, why)| (p, why))
+                .expect("a dead link was seen");
+            param::debug_log(param::DebugLevel::Warn, || {
+                format!("link to rank {p} failed: {why}")
+            });
+            return Err(Error::PeerDied { rank: p, op });
+        }
         for &p in peers {
-            if let Some(why) = self.links[p].failure() {
-                if strict || self.still_needs(p) {
-                    param::debug_log(param::DebugLevel::Warn, || {
-                        format!("link to rank {p} failed: {why}")
-                    });
-                    return Err(Error::PeerDied { rank: p, op });
-                }
-            }
             let on_host = self.on_seg.get(p).copied().flatten();
             if on_host.is_some_and(|q| !pid_alive(seg.pid_of(q))) {
                 // It may have sent everything before exiting: drain first.

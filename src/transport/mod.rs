@@ -87,10 +87,11 @@ impl Link {
         matches!(self, Link::Shm { .. })
     }
 
-    /// Why the link can carry nothing more (its peer is gone), if so.
-    pub fn failure(&self) -> Option<String> {
+    /// Why the link can carry nothing more (its peer is gone) and since
+    /// when, if so; `drained` tells whether everything it brought was read.
+    pub fn failure(&self) -> Option<(String, std::time::Instant, bool)> {
         match self {
-            Link::Tcp(t) if t.is_dead() => Some(t.why()),
+            Link::Tcp(t) => t.died_at().map(|at| (t.why(), at, t.is_dead())),
             _ => None,
         }
     }

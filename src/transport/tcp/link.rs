@@ -30,6 +30,9 @@ struct Queues {
     rx_len: AtomicUsize,
     dead: AtomicBool,
     why: Mutex<String>,
+    /// When the connection was found dead (the first of several dead
+    /// peers is the likely cause: the others may have quit because of it).
+    died_at: Mutex<Option<std::time::Instant>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -116,7 +119,13 @@ impl TcpLink {
         self.q.dead.load(Ordering::Acquire) && self.readable() == 0
     }
 
-    /// Why the connection ended.
+    /// When the connection was found dead, if it was (bytes it brought
+    /// before may still wait to be read).
+    pub fn died_at(&self) -> Option<std::time::Instant> {
+        *lock(&self.q.died_at)
+    }
+
+    /// Why the connection died (empty while it lives).
     pub fn why(&self) -> String {
         lock(&self.q.why).clone()
     }
@@ -203,6 +212,7 @@ impl TcpLinks {
                 rx_len: AtomicUsize::new(0),
                 dead: AtomicBool::new(false),
                 why: Mutex::new(String::new()),
+                died_at: Mutex::new(None),
             });
             let sock = Arc::new(s);
             links.push(TcpLink {
@@ -256,6 +266,7 @@ impl Drop for TcpLinks {
 
 fn mark_dead(q: &Queues, why: String) {
     *lock(&q.why) = why;
+    lock(&q.died_at).get_or_insert_with(std::time::Instant::now);
     q.dead.store(true, Ordering::Release);
 }
 
