@@ -736,6 +736,9 @@ impl Engine {
     ) -> Result<()> {
         self.check()?;
         let r = self.wait_inner(op, peers, strict, done);
+        if let Some(t) = &self.tcp {
+            t.engine_stops(false);
+        }
         if let Err(e) = &r {
             self.poison(e.clone());
         }
@@ -752,6 +755,9 @@ impl Engine {
         // (start, last health check): read the clock only once spinning ends.
         let mut clock: Option<(Instant, Instant)> = None;
         let mut idle: u32 = 0;
+        if let Some(t) = &self.tcp {
+            t.engine_polls();
+        }
         loop {
             let moved = self.progress();
             if done(self) {
@@ -780,6 +786,9 @@ impl Engine {
                 if self.accept_announced() {
                     idle = 0;
                     continue;
+                }
+                if let Some(t) = &self.tcp {
+                    t.engine_stops(true);
                 }
                 let bell = seg.doorbell(self.on_seg[self.me].unwrap_or(0));
                 let seen = bell.prepare();

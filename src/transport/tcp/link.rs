@@ -20,6 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 const TX_MAX: usize = 4 << 20;
 /// Most bytes read ahead from one peer before the engine takes them.
 const RX_MAX: usize = 4 << 20;
+/// Header and payload up to this size go out in one send.
+const JOIN_MAX: usize = 4096;
 /// Bytes moved per read or write call.
 const IO_CHUNK: usize = 256 * 1024;
 
@@ -81,6 +83,15 @@ impl TcpLink {
             return false;
         }
         drop(tx);
+        if a.len() + b.len() <= JOIN_MAX {
+            // One send, so a small message leaves as one segment.
+            let mut both = [0u8; JOIN_MAX];
+            both[..a.len()].copy_from_slice(a);
+            both[a.len()..a.len() + b.len()].copy_from_slice(b);
+            let n = self.write_some(&both[..a.len() + b.len()]);
+            debug_assert_eq!(n, a.len() + b.len());
+            return true;
+        }
         let n = self.write_some(a);
         debug_assert_eq!(n, a.len());
         let m = self.write_some(b);
@@ -88,8 +99,24 @@ impl TcpLink {
         true
     }
 
-    /// Bytes received and not yet read.
+    /// Bytes received and not yet read. With nothing queued the engine
+    /// reads the socket itself (unless the progress thread is at it), so a
+    /// polling rank does not wait for that thread to be scheduled.
     pub fn readable(&self) -> usize {
+        if let Ok(mut tx) = self.q.tx.try_lock() {
+            // Queued sends leave from here too while the engine polls.
+            if !tx.is_empty() && !self.q.dead.load(Ordering::Acquire) {
+                flush(&self.sock, &self.q, &mut tx);
+            }
+        }
+        let n = self.q.rx_len.load(Ordering::Acquire);
+        if n > 0 || self.q.dead.load(Ordering::Acquire) {
+            return n;
+        }
+        if let Ok(mut rx) = self.q.rx.try_lock() {
+            let mut buf = [0u8; 16 * 1024];
+            fill(&self.sock, &self.q, &mut rx, &mut buf);
+        }
         self.q.rx_len.load(Ordering::Acquire)
     }
 
@@ -181,6 +208,9 @@ fn send_raw(sock: &TcpStream, data: &[u8]) -> std::io::Result<usize> {
 pub struct TcpLinks {
     queues: Vec<Arc<Queues>>,
     stop: Arc<AtomicBool>,
+    /// Set while the engine polls the sockets itself: the thread then stops
+    /// waking for arrivals, which would only preempt the polling rank.
+    engine_polls: Arc<AtomicBool>,
     wake: Arc<OwnedFd>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -224,20 +254,41 @@ impl TcpLinks {
         }
         let queues = conns.iter().map(|(_, q)| q.clone()).collect();
         let stop = Arc::new(AtomicBool::new(false));
-        let (st, wk) = (stop.clone(), wake.clone());
+        let engine_polls = Arc::new(AtomicBool::new(false));
+        let (st, wk, ep) = (stop.clone(), wake.clone(), engine_polls.clone());
         let thread = std::thread::Builder::new()
             .name("ferrocoll-tcp".into())
-            .spawn(move || run(conns, wk, st, notify))
+            .spawn(move || run(conns, wk, st, ep, notify))
             .map_err(|e| Error::os("starting the TCP progress thread", e))?;
         Ok((
             TcpLinks {
                 queues,
                 stop,
+                engine_polls,
                 wake,
                 thread: Some(thread),
             },
             links,
         ))
+    }
+}
+
+impl TcpLinks {
+    /// The engine starts polling the sockets itself (spinning in a wait).
+    pub fn engine_polls(&self) {
+        self.engine_polls.store(true, Ordering::Release);
+    }
+
+    /// The engine stops polling: it is about to sleep (`sleeping`), when
+    /// the thread must watch for arrivals again, or it returns to the
+    /// program, when the thread must at least send what is still queued.
+    pub fn engine_stops(&self, sleeping: bool) {
+        if !self.engine_polls.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        if sleeping || self.queues.iter().any(|q| !lock(&q.tx).is_empty()) {
+            kick(&self.wake);
+        }
     }
 }
 
@@ -247,6 +298,7 @@ const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 impl Drop for TcpLinks {
     fn drop(&mut self) {
         // A completed send may still sit in a queue: let it leave first.
+        self.engine_stops(false);
         let start = std::time::Instant::now();
         while start.elapsed() < FLUSH_LIMIT
             && self
@@ -275,6 +327,7 @@ fn run(
     conns: Vec<(Arc<TcpStream>, Arc<Queues>)>,
     wake: Arc<OwnedFd>,
     stop: Arc<AtomicBool>,
+    engine_polls: Arc<AtomicBool>,
     notify: impl Fn(),
 ) {
     let mut buf = vec![0u8; IO_CHUNK];
@@ -282,13 +335,15 @@ fn run(
     while !stop.load(Ordering::Acquire) {
         fds.clear();
         fds.push(pollfd(wake.as_raw_fd(), libc::POLLIN));
+        // While the engine polls, it moves the bytes both ways itself.
+        let watch_rx = !engine_polls.load(Ordering::Acquire);
         for (s, q) in &conns {
             let mut ev = 0;
             if !q.dead.load(Ordering::Acquire) {
-                if q.rx_len.load(Ordering::Acquire) < RX_MAX {
+                if watch_rx && q.rx_len.load(Ordering::Acquire) < RX_MAX {
                     ev |= libc::POLLIN;
                 }
-                if !lock(&q.tx).is_empty() {
+                if watch_rx && !lock(&q.tx).is_empty() {
                     ev |= libc::POLLOUT;
                 }
             }
@@ -332,20 +387,29 @@ fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
 }
 
 /// Reads what the socket has (up to the queue's bound); returns whether
-/// anything arrived or the peer died.
+/// anything arrived or the peer died. Reading and queueing happen under
+/// the receive lock, so the engine and the progress thread may both read
+/// one socket without reordering bytes.
 fn read_ready(s: &TcpStream, q: &Queues, buf: &mut [u8]) -> bool {
+    let mut rx = lock(&q.rx);
+    fill(s, q, &mut rx, buf)
+}
+
+fn fill(s: &TcpStream, q: &Queues, rx: &mut VecDeque<u8>, buf: &mut [u8]) -> bool {
     let mut any = false;
-    while q.rx_len.load(Ordering::Acquire) < RX_MAX {
+    while rx.len() < RX_MAX && !q.dead.load(Ordering::Acquire) {
         match (&*s).read(buf) {
             Ok(0) => {
                 mark_dead(q, "connection closed by the peer".into());
                 return true;
             }
             Ok(n) => {
-                let mut rx = lock(&q.rx);
                 rx.extend(&buf[..n]);
                 q.rx_len.fetch_add(n, Ordering::Release);
                 any = true;
+                if n < buf.len() {
+                    break;
+                }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -361,6 +425,10 @@ fn read_ready(s: &TcpStream, q: &Queues, buf: &mut [u8]) -> bool {
 /// Writes queued bytes until the socket is full.
 fn write_ready(s: &TcpStream, q: &Queues) {
     let mut tx = lock(&q.tx);
+    flush(s, q, &mut tx);
+}
+
+fn flush(s: &TcpStream, q: &Queues, tx: &mut VecDeque<u8>) {
     while !tx.is_empty() {
         let (a, _) = tx.as_slices();
         let a = &a[..a.len().min(IO_CHUNK)];
@@ -373,7 +441,6 @@ fn write_ready(s: &TcpStream, q: &Queues) {
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => {
                 tx.clear();
-                drop(tx);
                 mark_dead(q, format!("connection failed: {e}"));
                 return;
             }
