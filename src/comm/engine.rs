@@ -273,6 +273,16 @@ impl Engine {
         }
         let mut eng = Engine::with_links(me, links, Some(seg));
         eng.on_seg = on_seg;
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        eng.spin = match (local.len() > cores, guard.is_some()) {
+            (false, _) => params().spin,
+            // Ranks outnumber cores: hand the core over quickly, at once
+            // over TCP, where every poll of a socket is a system call
+            // (4 ranks on 2 cores: allreduce 8 B took 290 us spinning
+            // 64 times, 122 us with no spin).
+            (true, false) => params().spin.min(64),
+            (true, true) => 0,
+        };
         eng.tcp = guard;
         Ok(eng)
     }
