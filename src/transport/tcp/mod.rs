@@ -7,3 +7,4 @@
 pub mod auth;
 pub mod link;
 pub mod mesh;
+mod rxbuf;
