@@ -9,11 +9,8 @@
 # Usage: run_env_launch.sh NRANKS PROGRAM [ARGS...]
 set -u
 n=$1; shift
-out=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$out"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=ranks.sh
+. "$(dirname "$0")/ranks.sh"
 fail=0
 
 job() { # name, then per-rank variables are built by the caller's function $2

@@ -8,11 +8,8 @@
 # Usage: run_peer_death.sh NRANKS T_FATAL_BINARY
 set -u
 n=$1 prog=$2
-out=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$out"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=ranks.sh
+. "$(dirname "$0")/ranks.sh"
 fail=0
 last=$((n - 1))
 for transport in shm tcp; do

@@ -695,9 +695,15 @@ mod job {
             .env("FERROCOLL_LOCAL_RANK", rank.to_string())
             .env("FERROCOLL_LOCAL_SIZE", &size)
             .env("FERROCOLL_JOB", job_id)
-            .env("FERROCOLL_LAUNCHER_PID", launcher.to_string())
-            .process_group(0)
-            .stdin(stdin);
+            .env("FERROCOLL_LAUNCHER_PID", launcher.to_string());
+        supervised(cmd, opts, stdin)
+    }
+
+    /// What every rank's process gets: its own process group, stdin, piped
+    /// output under `--tag-output`, and death with the launcher.
+    fn supervised(mut cmd: Command, opts: &Options, stdin: Stdio) -> Command {
+        let launcher = std::process::id();
+        cmd.process_group(0).stdin(stdin);
         if opts.tag_output {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
@@ -769,16 +775,8 @@ mod job {
         }
         words.push(line);
         let mut cmd = Command::new(&words[0]);
-        cmd.args(&words[1..]).process_group(0).stdin(stdin);
-        if opts.tag_output {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        }
-        let launcher = std::process::id();
-        // SAFETY: as in `rank_command`: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || die_with_launcher(launcher));
-        }
-        Ok(cmd)
+        cmd.args(&words[1..]);
+        Ok(supervised(cmd, opts, stdin))
     }
 
     /// One word for a POSIX shell.

@@ -58,10 +58,11 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
                 let listener = listen(true)?;
                 let kv = launch.kv()?;
                 kv.put(&format!("a{me}"), &addr_of(&listener)?)?;
-                let secret = launch.secret.clone().expect("the store needs the secret");
-                let kv = launch.kv()?;
-                let addrs = peer_addrs(kv, me, size, |_| true, deadline)?;
-                mesh::connect_all(me, &listener, &addrs, &secret, deadline)?
+                let secret = launch.secret.clone().ok_or_else(|| {
+                    Error::Unsupported("FERROCOLL_TRANSPORT=tcp needs FERROCOLL_SECRET".into())
+                })?;
+                let to = |_| true;
+                connect(launch.kv()?, &listener, (me, size), to, &secret, deadline)?
             } else {
                 Vec::new()
             };
@@ -155,8 +156,14 @@ fn meet(launch: &mut Launch, forced: bool, deadline: Instant) -> Result<Links> {
         }
     };
     let remote = |q: usize| forced || !local.contains(&q);
-    let addrs = peer_addrs(launch.kv()?, me, size, remote, deadline)?;
-    let tcp = mesh::connect_all(me, &listener, &addrs, &secret, deadline)?;
+    let tcp = connect(
+        launch.kv()?,
+        &listener,
+        (me, size),
+        remote,
+        &secret,
+        deadline,
+    )?;
     Ok((segment, local, tcp))
 }
 
@@ -173,15 +180,17 @@ fn addr_of(l: &TcpListener) -> Result<String> {
         .map_err(|e| Error::os("listening for peers", e))
 }
 
-/// The published listening addresses of the peers `want` selects.
-fn peer_addrs(
+/// Connects rank `me` of `size` to the peers `want` selects, at the
+/// listening addresses they published.
+fn connect(
     kv: &mut Kv,
-    me: usize,
-    size: usize,
+    listener: &TcpListener,
+    (me, size): (usize, usize),
     want: impl Fn(usize) -> bool,
+    secret: &Secret,
     deadline: Instant,
-) -> Result<Vec<Option<SocketAddr>>> {
-    (0..size)
+) -> Result<Vec<(usize, TcpStream)>> {
+    let addrs = (0..size)
         .map(|q| {
             if q == me || !want(q) {
                 return Ok(None);
@@ -191,5 +200,6 @@ fn peer_addrs(
                 Error::InvalidArg(format!("rank {q} published a bad address {text:?}"))
             })
         })
-        .collect()
+        .collect::<Result<Vec<Option<SocketAddr>>>>()?;
+    mesh::connect_all(me, listener, &addrs, secret, deadline)
 }
