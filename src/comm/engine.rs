@@ -276,7 +276,7 @@ impl Engine {
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         eng.spin = match (local.len() > cores, guard.is_some()) {
             (false, _) => params().spin,
-            // Ranks outnumber cores: hand the core over quickly, at once
+            // Ranks outnumber cores and must hand the core over quickly, at once
             // over TCP, where every poll of a socket is a system call
             // (4 ranks on 2 cores: allreduce 8 B took 290 us spinning
             // 64 times, 122 us with no spin).
@@ -315,13 +315,8 @@ impl Engine {
 
     fn with_links(me: usize, links: Vec<Link>, seg: Option<Arc<Segment>>) -> Engine {
         let n = links.len();
-        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-        // Oversubscribed ranks must hand the core to their peer quickly.
-        let spin = if n > cores {
-            params().spin.min(64)
-        } else {
-            params().spin
-        };
+        // `over_host` adjusts it to the ranks sharing this host's cores.
+        let spin = params().spin;
         Engine {
             me,
             links,
