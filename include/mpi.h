@@ -581,8 +581,6 @@ typedef long MPI_Count;
  */
 typedef int MPI_Fint;
 
-
-
 /*
  The communicator of all ranks.
  */
@@ -933,8 +931,6 @@ typedef int MPI_Fint;
  address 1 exactly, not an aligned dangling pointer.
  */
 #define STATUS_IGNORE (MPI_Status*)1
-
-
 
 #ifdef __cplusplus
 extern "C" {

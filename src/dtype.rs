@@ -23,6 +23,10 @@ pub enum ElemType {
     F16,
     /// bfloat16 (the upper half of an f32).
     Bf16,
+    /// 8-bit float E4M3 (NCCL's `ncclFloat8e4m3`; no infinities, max 448).
+    F8E4M3,
+    /// 8-bit float E5M2 (NCCL's `ncclFloat8e5m2`; a binary16's top byte).
+    F8E5M2,
     F32,
     F64,
     /// x86-64 80-bit extended precision stored in 16 bytes (6 bytes of padding).
@@ -49,7 +53,7 @@ pub enum ElemType {
 
 impl ElemType {
     /// Every element type, for tests and tables.
-    pub const ALL: [ElemType; 24] = [
+    pub const ALL: [ElemType; 26] = [
         ElemType::Byte,
         ElemType::Bool,
         ElemType::I8,
@@ -62,6 +66,8 @@ impl ElemType {
         ElemType::U64,
         ElemType::F16,
         ElemType::Bf16,
+        ElemType::F8E4M3,
+        ElemType::F8E5M2,
         ElemType::F32,
         ElemType::F64,
         ElemType::LongDouble,
@@ -80,6 +86,7 @@ impl ElemType {
     pub const fn size(self) -> usize {
         match self {
             ElemType::Byte | ElemType::Bool | ElemType::I8 | ElemType::U8 => 1,
+            ElemType::F8E4M3 | ElemType::F8E5M2 => 1,
             ElemType::I16 | ElemType::U16 | ElemType::F16 | ElemType::Bf16 => 2,
             ElemType::I32 | ElemType::U32 | ElemType::F32 => 4,
             ElemType::I64 | ElemType::U64 | ElemType::F64 => 8,

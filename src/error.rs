@@ -44,6 +44,13 @@ pub enum Error {
         /// Its error code.
         code: i32,
     },
+    /// The communicator was aborted locally (`ncclCommAbort`) while the
+    /// operation waited.
+    #[error("{op} stopped: the communicator was aborted")]
+    Cancelled {
+        /// What was waiting.
+        op: &'static str,
+    },
     /// A feature outside what ferrocoll implements.
     #[error("unsupported: {0}")]
     Unsupported(String),

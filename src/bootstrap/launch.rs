@@ -23,6 +23,8 @@ pub enum Source {
     Slurm,
     /// `RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`, our store at rank 0.
     Torchrun,
+    /// An NCCL unique id: the store named in it.
+    UniqueId,
     /// No launcher: one rank.
     Singleton,
 }
@@ -231,6 +233,21 @@ impl Launch {
         }
         l.store = Some(store);
         Ok(l)
+    }
+
+    /// Rank `rank` of `size` meeting the others at the store `store`
+    /// (an NCCL unique id's), authenticated with `secret`.
+    pub fn joining(rank: usize, size: usize, store: SocketAddr, secret: Secret) -> Launch {
+        Launch {
+            rank,
+            size,
+            source: Source::UniqueId,
+            local_job: None,
+            secret: Some(secret),
+            server: None,
+            kv: None,
+            store: Some(store),
+        }
     }
 
     /// The key-value space, connecting to the store on first use.

@@ -6,4 +6,5 @@ pub mod host;
 pub mod launch;
 pub mod pmi;
 pub mod store;
+pub mod unique_id;
 pub mod wire;

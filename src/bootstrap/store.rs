@@ -87,6 +87,11 @@ impl StoreServer {
         self.addr
     }
 
+    /// The value under `key`, read in this process (no connection needed).
+    pub fn value(&self, key: &str) -> Option<Vec<u8>> {
+        lock(&self.shared.map).get(key.as_bytes()).cloned()
+    }
+
     /// Stops accepting, wakes blocked gets and closes every connection.
     /// Idempotent; `Drop` calls it.
     pub fn shutdown(&mut self) {

@@ -15,6 +15,7 @@ use crate::transport::shm::Segment;
 use crate::transport::tcp::link::TcpLinks;
 use crate::transport::Link;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -186,6 +187,8 @@ pub struct Engine {
     pub rndv_min: usize,
     /// The TCP progress thread, when some links are TCP (stopped on drop).
     tcp: Option<TcpLinks>,
+    /// Set from another thread to make waits give up (`ncclCommAbort`).
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 /// Unexpected-message buffers kept for reuse: sizes and count.
@@ -339,7 +342,14 @@ impl Engine {
             spare: Vec::new(),
             rndv_min: params().rndv_min,
             tcp: None,
+            cancel: None,
         }
+    }
+
+    /// Makes every wait fail with `Error::Cancelled` once `flag` is set
+    /// (checked while the wait sleeps, at least every 50 ms).
+    pub fn cancel_with(&mut self, flag: Arc<AtomicBool>) {
+        self.cancel = Some(flag);
     }
 
     /// This engine's world rank.
@@ -833,6 +843,13 @@ impl Engine {
     ) -> Result<()> {
         if let Some((rank, code)) = seg.aborted() {
             return Err(Error::Aborted { rank, code });
+        }
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            return Err(Error::Cancelled { op });
         }
         // A dead connection fails the wait once everything it brought was
         // read and the wait still needs that peer. The error names the

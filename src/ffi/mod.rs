@@ -3,3 +3,4 @@
 
 pub mod boundary;
 pub mod mpi;
+pub mod nccl;

@@ -15,12 +15,14 @@ use crate::dtype::ElemType;
 mod avx2;
 mod complex;
 mod float;
+mod fp8;
 mod half;
 mod int;
 mod pair;
 #[cfg(target_arch = "x86_64")]
 mod x87;
 
+pub use fp8::{e4m3_to_f32, e5m2_to_f32, f32_to_e4m3, f32_to_e5m2};
 pub use half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 
 /// Predefined reduction operations.
@@ -110,6 +112,8 @@ fn baseline(op: Op, ty: ElemType) -> Option<KernelFn> {
         ElemType::U64 => int::kernel::<u64>(op),
         ElemType::F16 => half::f16_kernel(op),
         ElemType::Bf16 => half::bf16_kernel(op),
+        ElemType::F8E4M3 => fp8::e4m3_kernel(op),
+        ElemType::F8E5M2 => fp8::e5m2_kernel(op),
         ElemType::F32 => float::kernel::<f32>(op),
         ElemType::F64 => float::kernel::<f64>(op),
         ElemType::FloatInt => pair::kernel::<f32, 4, 8>(op),

@@ -123,6 +123,34 @@ fn ref_bf16_round(x: f64) -> u16 {
     sign | ((v as f32).to_bits() >> 16) as u16
 }
 
+/// Decodes a finite 8-bit float slowly (generated data has no NaN or Inf).
+fn ref_fp8_decode(b: u8, bias: i32, man: i32) -> f64 {
+    let s = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = ((b & 0x7f) >> man) as i32;
+    let m = (b & ((1 << man) - 1)) as f64;
+    if e == 0 {
+        s * m * 2f64.powi(1 - bias - man)
+    } else {
+        s * (2f64.powi(man) + m) * 2f64.powi(e - bias - man)
+    }
+}
+
+/// Nearest 8-bit float to x, ties to even, saturating, by counting grid steps.
+fn ref_fp8_round(x: f64, bias: i32, man: i32, max: f64) -> u8 {
+    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+    let a = x.abs();
+    if a == 0.0 {
+        return sign;
+    }
+    let e = f64_exponent(a).max(1 - bias);
+    let v = round_to_spacing(a, 2f64.powi(e - man)).min(max);
+    // The code is the position of v on the grid of positive values.
+    (0..0x80u8)
+        .find(|&c| ref_fp8_decode(c, bias, man) == v)
+        .expect("v is on the grid")
+        | sign
+}
+
 // x87 extended: value = m * 2^(e - 16383 - 63), explicit integer bit.
 fn f80_parts(b: &[u8]) -> (bool, u64, i32) {
     let m = u64::from_le_bytes(b[..8].try_into().unwrap());
@@ -360,6 +388,25 @@ fn reference(op: Op, ty: ElemType, s: &[u8], d: &[u8]) -> Vec<u8> {
             };
             out = h.to_le_bytes().to_vec();
         }
+        F8E4M3 | F8E5M2 => {
+            let (bias, man, max) = if ty == F8E4M3 {
+                (7, 3, 448.0)
+            } else {
+                (15, 2, 57344.0)
+            };
+            let (a, b) = (
+                ref_fp8_decode(s[0], bias, man),
+                ref_fp8_decode(d[0], bias, man),
+            );
+            let r = match op {
+                Op::Max => a.max(b),
+                Op::Min => a.min(b),
+                Op::Sum => (a + b) as f32 as f64,
+                Op::Prod => (a * b) as f32 as f64,
+                _ => unreachable!(),
+            };
+            out[0] = ref_fp8_round(r, bias, man, max);
+        }
         LongDouble => {
             let (a, b) = (f80_fixed(s), f80_fixed(d));
             let r = match op {
@@ -492,6 +539,15 @@ fn gen_elem(ty: ElemType, r: &mut Rng) -> Vec<u8> {
             }
             e = h.to_le_bytes().to_vec()
         }
+        F8E4M3 | F8E5M2 => {
+            let nan_inf = if ty == F8E4M3 { 0x7f } else { 0x7c };
+            if e[0] & 0x7f >= nan_inf {
+                e[0] &= 0xbf;
+            }
+            if small {
+                e[0] &= 0x80
+            }
+        }
         Bf16 => {
             let mut h = r.next() as u16;
             if (h >> 7) & 0xff == 0xff {
@@ -548,6 +604,7 @@ fn expected_ops(ty: ElemType) -> Vec<Op> {
             vec![Max, Min, Sum, Prod, Land, Band, Lor, Bor, Lxor, Bxor]
         }
         F16 | Bf16 | F32 | F64 | LongDouble => vec![Max, Min, Sum, Prod, Land, Lor, Lxor],
+        F8E4M3 | F8E5M2 => vec![Max, Min, Sum, Prod],
         ComplexFloat | ComplexDouble | ComplexLongDouble => vec![Sum, Prod],
         FloatInt | DoubleInt | LongInt | ShortInt | TwoInt | LongDoubleInt => vec![MinLoc, MaxLoc],
     };

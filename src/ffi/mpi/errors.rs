@@ -265,7 +265,7 @@ impl From<Error> for MpiErr {
             Error::InvalidArg(_) => MPI_ERR_ARG,
             Error::Truncated { .. } => MPI_ERR_TRUNCATE,
             Error::PeerDied { .. } | Error::Aborted { .. } => MPI_ERR_PROC_ABORTED,
-            Error::Timeout { .. } => MPI_ERR_OTHER,
+            Error::Timeout { .. } | Error::Cancelled { .. } => MPI_ERR_OTHER,
             Error::Unsupported(_) => MPI_ERR_UNSUPPORTED_OPERATION,
             Error::Os(_) => MPI_ERR_OTHER,
             Error::Poisoned(_) => MPI_ERR_INTERN,

@@ -60,6 +60,16 @@ impl Secret {
         Ok(Secret(out))
     }
 
+    /// The secret's bytes (to carry it inside an NCCL unique id).
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// A secret from its bytes.
+    pub fn from_bytes(b: [u8; 32]) -> Secret {
+        Secret(b)
+    }
+
     /// 64 lower-case hex digits.
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
