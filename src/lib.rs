@@ -9,6 +9,7 @@ pub mod copy;
 pub mod dtype;
 pub mod error;
 pub mod ffi;
+pub mod gpu;
 pub mod param;
 pub mod reduce;
 pub mod transport;

@@ -2,7 +2,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `FERROCOLL_DEBUG` | `off` | `off`, `warn`, `info`, `trace`: diagnostics on stderr |
+//! | `FERROCOLL_DEBUG` | `off` | `off`, `warn`, `info`, `trace`: diagnostics on stderr (`NCCL_DEBUG` when unset) |
 //! | `FERROCOLL_TIMEOUT` | `0` (off) | seconds a collective or point-to-point wait may block before failing |
 //! | `FERROCOLL_SETUP_TIMEOUT` | `60` | seconds `MPI_Init` waits for the other ranks |
 //! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial` |
@@ -10,7 +10,7 @@
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
 //! | `FERROCOLL_RNDV_BYTES` | `65536` | messages from this size wait for the matching receive and land directly in its buffer |
 //! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
-//! | `FERROCOLL_SOCKET_IFNAME` | (loopback on one host) | interfaces to listen on: names or prefixes, `^` to exclude, `=` for exact names |
+//! | `FERROCOLL_SOCKET_IFNAME` | (loopback on one host) | interfaces to listen on: names or prefixes, `^` to exclude, `=` for exact names (`NCCL_SOCKET_IFNAME` when unset) |
 //! | `FERROCOLL_RANK`, `FERROCOLL_SIZE`, `FERROCOLL_JOB` | (set by `ferrorun`) | this rank, the rank count, the job id |
 //! | `FERROCOLL_STORE`, `FERROCOLL_SECRET` | (set by `ferrorun`) | the rendezvous store's address and the job secret (64 hex digits) |
 
@@ -63,7 +63,9 @@ impl Params {
                 .unwrap_or(d)
         };
         let timeout = secs("FERROCOLL_TIMEOUT", 0.0);
-        let debug = match get("FERROCOLL_DEBUG").as_deref().map(str::trim) {
+        // NCCL programs' own knob counts when ours is not set.
+        let debug = get("FERROCOLL_DEBUG").or_else(|| get("NCCL_DEBUG"));
+        let debug = match debug.as_deref().map(str::trim) {
             Some("warn" | "WARN") => DebugLevel::Warn,
             Some("info" | "INFO") => DebugLevel::Info,
             Some("trace" | "TRACE") => DebugLevel::Trace,
@@ -98,7 +100,9 @@ impl Params {
                 Some("tcp" | "TCP") => crate::bootstrap::wire::Transport::Tcp,
                 _ => crate::bootstrap::wire::Transport::Auto,
             },
-            socket_ifname: get("FERROCOLL_SOCKET_IFNAME").filter(|v| !v.trim().is_empty()),
+            socket_ifname: get("FERROCOLL_SOCKET_IFNAME")
+                .or_else(|| get("NCCL_SOCKET_IFNAME"))
+                .filter(|v| !v.trim().is_empty()),
         }
     }
 

@@ -65,16 +65,26 @@ fn reduction(sh: &Shared, op: ncclRedOpArg, ty: ElemType) -> NcclResult<Red> {
     })
 }
 
-/// Host mode runs on the calling thread: there is no CUDA stream to order
-/// against, so a stream other than NULL is refused rather than ignored.
+/// Host mode runs on the calling thread. With a CUDA driver, a call on a
+/// stream first waits for the work queued on it (so it sees that work's
+/// results; it completes before returning, so later work sees its own).
+/// Without one there is no stream to order against, and anything but NULL is
+/// refused rather than ignored.
 fn check_stream(stream: cudaStream_t) -> NcclResult<()> {
     if stream.is_null() {
         return Ok(());
     }
-    Err(NcclErr::arg(
-        "stream must be NULL: this build runs NCCL calls on host memory, completing \
-         them before they return (no CUDA path)",
-    ))
+    if !crate::gpu::present() {
+        return Err(NcclErr::arg(
+            "stream must be NULL: no CUDA driver is loaded, and this build runs NCCL \
+             calls on host memory, completing them before they return",
+        ));
+    }
+    // SAFETY: NCCL's contract: `stream` is the caller's CUDA stream.
+    unsafe { crate::gpu::synchronize(stream.cast()) }.map_err(|e| NcclErr {
+        code: ncclResult_t::ncclUnhandledCudaError,
+        msg: e,
+    })
 }
 
 /// Bytes in `count` elements of `ty`, times `blocks`.
@@ -86,10 +96,17 @@ fn size(count: usize, ty: ElemType, blocks: usize) -> NcclResult<usize> {
         .ok_or_else(|| NcclErr::arg(format!("count {count} is too large")))
 }
 
-/// A significant buffer must be non-null when it holds bytes.
+/// A significant buffer must be non-null when it holds bytes, and host
+/// memory (this build has no device path).
 fn need(p: *const c_void, bytes: usize, what: &str) -> NcclResult<usize> {
     if p.is_null() && bytes > 0 {
         return Err(NcclErr::arg(format!("{what} is NULL")));
+    }
+    if bytes > 0 && crate::gpu::is_device_memory(p) {
+        return Err(NcclErr::usage(format!(
+            "{what} is GPU device memory: this build runs NCCL calls on host memory only \
+             (use host or managed memory)"
+        )));
     }
     Ok(p as usize)
 }

@@ -322,7 +322,7 @@ mod tests {
         assert_eq!(offset_of!(ncclConfig_t, commName), 48);
         assert_eq!(offset_of!(ncclConfig_t, nvlsCTAs), 68);
         assert_eq!(offset_of!(ncclConfig_t, nvlinkCentricSched), 76);
-        assert_eq!(offset_of!(ncclConfig_t, nvlsHostMode), 116);
+        assert_eq!(offset_of!(ncclConfig_t, nvlsHostMode), 112);
         assert_eq!(size_of::<ncclUniqueId>(), 128);
         assert_eq!(size_of::<ncclResult_t>(), 4);
         assert_eq!(size_of::<ncclRedOp_t>(), 4);
