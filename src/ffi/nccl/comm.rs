@@ -180,8 +180,11 @@ impl Shared {
     /// set-up to finish. A failure is remembered for `ncclCommGetAsyncError`.
     pub fn with_core<R>(&self, f: impl FnOnce(&mut Core) -> NcclResult<R>) -> NcclResult<R> {
         let mut st = lock(&self.state);
-        let deadline = Instant::now() + params().setup_timeout + Duration::from_secs(5);
+        let mut deadline = None;
         while matches!(*st, State::Pending) {
+            let deadline = *deadline.get_or_insert_with(|| {
+                Instant::now() + params().setup_timeout + Duration::from_secs(5)
+            });
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(NcclErr::usage("the communicator's set-up has not finished"));
