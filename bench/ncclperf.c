@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   const char *coll = "allreduce", *dname = "float", *oname = "sum";
   long minb = 8, maxb = 32L << 20;
   double factor = 2;
-  int iters = 20, warm = 5, check = 1;
+  int iters = 20, warm = 10, check = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "-t")) coll = v;
@@ -92,6 +92,9 @@ int main(int argc, char **argv) {
   char *send = malloc(maxb + 64), *recv = malloc(maxb + 64);
   double *t = malloc(sizeof(double) * (iters > 0 ? iters : 1));
   if (!send || !recv || !t) MPI_Abort(MPI_COMM_WORLD, 2);
+  /* Fault every page in now, so neither library pays for first touches. */
+  memset(send, 0, maxb + 64);
+  memset(recv, 0, maxb + 64);
   if (rank == 0)
     printf("# ncclperf %s %s %s, %d ranks, %d iters (median), host mode\n"
            "# %12s %12s %10s %10s %10s %10s %10s %7s %s\n",

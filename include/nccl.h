@@ -27,6 +27,7 @@ typedef struct CUevent_st *cudaEvent_t;
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 #define NCCL_COMM_NULL NULL
 #define NCCL_CONFIG_UNDEF_PTR NULL
+#define NCCL_SUFFIX ""
 #define NCCL_API_MAGIC 0xcafebeef
 #define NCCL_UNDEF_FLOAT -1.0f
 

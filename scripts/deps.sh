@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what ferrocoll's build and tests need and is missing, on Debian/Ubuntu:
 # a C/C++ toolchain, cmake, MPICH and Open MPI (the C tests compare against both),
-# and the clippy/rustfmt components. Installs nothing that is already present.
+# pip (for NVIDIA's NCCL wheel, the NCCL ABI reference), and the clippy/rustfmt components. Installs nothing that is already present.
 set -euo pipefail
 
 log() { printf 'deps: %s\n' "$*"; }
@@ -22,8 +22,10 @@ declare -A probe=(
   [libmpich-dev]="cmd:mpicc.mpich"
   [openmpi-bin]="cmd:mpirun.openmpi"
   [libopenmpi-dev]="cmd:mpicc.openmpi"
+  [python3-pip]="cmd:pip3"
 )
-order=(build-essential cmake mpich libmpich-dev openmpi-bin libopenmpi-dev)
+# pip downloads NVIDIA's NCCL wheel for the NCCL ABI test (c_tests/nccl/run_abi.sh).
+order=(build-essential cmake mpich libmpich-dev openmpi-bin libopenmpi-dev python3-pip)
 
 have_dpkg=false
 command -v dpkg >/dev/null 2>&1 && have_dpkg=true

@@ -118,6 +118,8 @@ pub struct Shared {
     segment: OnceLock<Arc<Segment>>,
     /// The first failure of an operation (`ncclCommGetAsyncError`).
     failure: Mutex<Option<NcclErr>>,
+    /// `ncclCommFinalize` was called (a second call is an error, as in NCCL).
+    pub finalized: AtomicBool,
     /// PreMulSum operations created on it (index + `ncclNumOps` is the handle).
     pub redops: Mutex<Vec<Option<super::work::PreMul>>>,
 }
@@ -140,6 +142,7 @@ impl Shared {
             cancel: Arc::new(AtomicBool::new(false)),
             segment: OnceLock::new(),
             failure: Mutex::new(None),
+            finalized: AtomicBool::new(false),
             redops: Mutex::new(Vec::new()),
         })
     }

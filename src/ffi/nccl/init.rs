@@ -383,12 +383,21 @@ pub extern "C" fn ncclCommFinalize(comm: ncclComm_t) -> ncclResult_t {
 #[no_mangle]
 pub extern "C" fn pncclCommFinalize(comm: ncclComm_t) -> ncclResult_t {
     entry("ncclCommFinalize", || {
+        if comm.is_null() {
+            // NVIDIA's library accepts finalizing NULL.
+            return Ok(());
+        }
         // SAFETY: shared_of checks the handle.
         let sh = unsafe { shared_of(comm) }?;
-        match sh.async_error() {
-            Err(e) if e.code == ncclResult_t::ncclInProgress => Err(e),
-            _ => Ok(()),
+        if let Err(e) = sh.async_error() {
+            if e.code == ncclResult_t::ncclInProgress {
+                return Err(e);
+            }
         }
+        if sh.finalized.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(NcclErr::arg("comm was already finalized"));
+        }
+        Ok(())
     })
 }
 

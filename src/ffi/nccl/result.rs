@@ -79,7 +79,7 @@ pub fn describe(code: i32) -> &'static std::ffi::CStr {
         5 => c"invalid usage (run with NCCL_DEBUG=WARN for details)",
         6 => c"remote process exited or there was a network error",
         7 => c"NCCL operation in progress",
-        8 => c"NCCL timeout",
+        8 => c"timeout",
         _ => c"unknown result code",
     }
 }

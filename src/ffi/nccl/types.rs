@@ -15,8 +15,6 @@ pub const NCCL_MAJOR: c_int = 2;
 pub const NCCL_MINOR: c_int = 32;
 /// Patch level of the NCCL API.
 pub const NCCL_PATCH: c_int = 3;
-/// Version suffix (none).
-pub const NCCL_SUFFIX: &str = "";
 /// `NCCL_VERSION(2, 32, 3)`: what `ncclGetVersion` reports.
 pub const NCCL_VERSION_CODE: c_int = 23203;
 /// Bytes in an `ncclUniqueId`.
