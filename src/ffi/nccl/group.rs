@@ -103,24 +103,30 @@ pub fn end() -> NcclResult<()> {
     }
     let nonblocking = setups.iter().any(|s| !s.shared.settings.blocking);
     if nonblocking && jobs.is_empty() {
-        std::thread::Builder::new()
-            .name("ferrocoll-nccl-init".into())
-            .spawn(move || {
-                let _ = set_up_all(&setups);
-            })
-            .map_err(|e| NcclErr {
-                code: super::types::ncclResult_t::ncclSystemError,
-                msg: format!("cannot start a set-up thread: {e}"),
-            })?;
-        return Err(NcclErr::in_progress());
+        return set_up_in_background(setups);
     }
     set_up_all(&setups)?;
     run_jobs(jobs)
 }
 
+/// Sets up `setups` on a thread of their own and returns `ncclInProgress`
+/// (non-blocking communicators; `ncclCommGetAsyncError` reports the outcome).
+pub fn set_up_in_background(setups: Vec<Setup>) -> NcclResult<()> {
+    std::thread::Builder::new()
+        .name("ferrocoll-nccl-init".into())
+        .spawn(move || {
+            let _ = set_up_all(&setups);
+        })
+        .map_err(|e| NcclErr {
+            code: super::types::ncclResult_t::ncclSystemError,
+            msg: format!("cannot start a set-up thread: {e}"),
+        })?;
+    Err(NcclErr::in_progress())
+}
+
 /// Sets up every queued communicator, concurrently when there are several
 /// (they may be ranks of the same communicator waiting for each other).
-fn set_up_all(setups: &[Setup]) -> NcclResult<()> {
+pub fn set_up_all(setups: &[Setup]) -> NcclResult<()> {
     match setups {
         [] => Ok(()),
         [one] => one.shared.set_up(&one.id),

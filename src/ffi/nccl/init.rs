@@ -34,16 +34,7 @@ fn start_set_up(shared: Arc<Shared>, id: UniqueId) -> NcclResult<()> {
     if shared.settings.blocking {
         return shared.set_up(&id);
     }
-    std::thread::Builder::new()
-        .name("ferrocoll-nccl-init".into())
-        .spawn(move || {
-            let _ = shared.set_up(&id);
-        })
-        .map_err(|e| NcclErr {
-            code: ncclResult_t::ncclSystemError,
-            msg: format!("cannot start a set-up thread: {e}"),
-        })?;
-    Err(NcclErr::in_progress())
+    group::set_up_in_background(vec![Setup { shared, id }])
 }
 
 fn check_rank(nranks: c_int, rank: c_int) -> NcclResult<(usize, usize)> {
@@ -245,20 +236,14 @@ pub extern "C" fn pncclCommInitAll(
                 Shared::pending(i, n, dev, Settings::default())
             })
             .collect();
-        let res: Vec<NcclResult<()>> = std::thread::scope(|s| {
-            let hs: Vec<_> = all.iter().map(|sh| s.spawn(|| sh.set_up(&id))).collect();
-            hs.into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(NcclErr {
-                            code: ncclResult_t::ncclInternalError,
-                            msg: "set-up thread panicked".into(),
-                        })
-                    })
-                })
-                .collect()
-        });
-        if let Some(Err(e)) = res.into_iter().find(|r| r.is_err()) {
+        let setups: Vec<Setup> = all
+            .iter()
+            .map(|sh| Setup {
+                shared: sh.clone(),
+                id: id.clone(),
+            })
+            .collect();
+        if let Err(e) = group::set_up_all(&setups) {
             for sh in &all {
                 sh.destroy();
             }
@@ -401,6 +386,19 @@ pub extern "C" fn pncclCommFinalize(comm: ncclComm_t) -> ncclResult_t {
     })
 }
 
+/// Retires a handle and ends its communicator with `end` (NULL is
+/// accepted, as NCCL does for destroy and abort).
+fn end_handle(comm: ncclComm_t, end: fn(&Shared)) -> NcclResult<()> {
+    if comm.is_null() {
+        return Ok(());
+    }
+    // SAFETY: shared_of checks the handle; retire follows that live check.
+    let sh = unsafe { shared_of(comm) }?;
+    unsafe { retire(comm) };
+    end(&sh);
+    Ok(())
+}
+
 /// Exports `ncclCommDestroy`.
 #[no_mangle]
 pub extern "C" fn ncclCommDestroy(comm: ncclComm_t) -> ncclResult_t {
@@ -410,17 +408,7 @@ pub extern "C" fn ncclCommDestroy(comm: ncclComm_t) -> ncclResult_t {
 /// Profiling twin of `ncclCommDestroy`.
 #[no_mangle]
 pub extern "C" fn pncclCommDestroy(comm: ncclComm_t) -> ncclResult_t {
-    entry("ncclCommDestroy", || {
-        if comm.is_null() {
-            // NCCL accepts destroying NULL.
-            return Ok(());
-        }
-        // SAFETY: shared_of checks the handle; retire follows a live check.
-        let sh = unsafe { shared_of(comm) }?;
-        unsafe { retire(comm) };
-        sh.destroy();
-        Ok(())
-    })
+    entry("ncclCommDestroy", || end_handle(comm, Shared::destroy))
 }
 
 /// Exports `ncclCommAbort`.
@@ -433,16 +421,7 @@ pub extern "C" fn ncclCommAbort(comm: ncclComm_t) -> ncclResult_t {
 /// hangs; a call blocked on another thread fails within about 50 ms.
 #[no_mangle]
 pub extern "C" fn pncclCommAbort(comm: ncclComm_t) -> ncclResult_t {
-    entry("ncclCommAbort", || {
-        if comm.is_null() {
-            return Ok(());
-        }
-        // SAFETY: as in destroy.
-        let sh = unsafe { shared_of(comm) }?;
-        unsafe { retire(comm) };
-        sh.abort();
-        Ok(())
-    })
+    entry("ncclCommAbort", || end_handle(comm, Shared::abort))
 }
 
 fn query(

@@ -275,6 +275,11 @@ pub fn run(job: &Job, core: &mut Core) -> NcclResult<()> {
         return Ok(());
     }
     let plan = job.red.as_ref().map(|r| plan(r, ty, n)).transpose()?;
+    let red = plan.as_ref().map(|p| Reducer {
+        extent: ty.extent(),
+        commutative: true,
+        apply: &p.kernel,
+    });
     let c = &mut Ctx::new(&mut core.eng, &mut core.comm).named(job.name);
     let (send, recv) = (job.send, job.recv);
     let blocks: Vec<(usize, usize)> = (0..n).map(|p| (p * b, b)).collect();
@@ -285,12 +290,10 @@ pub fn run(job: &Job, core: &mut Core) -> NcclResult<()> {
     // disjoint.
     match job.kind {
         Kind::AllReduce | Kind::Reduce(_) => {
-            let plan = plan.expect("reductions carry a plan");
-            let red = Reducer {
-                extent: ty.extent(),
-                commutative: true,
-                apply: &plan.kernel,
-            };
+            let (plan, red) = plan
+                .as_ref()
+                .zip(red.as_ref())
+                .expect("reductions carry a plan");
             let root = match job.kind {
                 Kind::Reduce(r) => Some(r),
                 _ => None,
@@ -311,8 +314,8 @@ pub fn run(job: &Job, core: &mut Core) -> NcclResult<()> {
                     scale(ty, out, k);
                 }
                 match root {
-                    None => coll::allreduce::allreduce(c, input, out, &red)?,
-                    Some(r) => coll::reduce::reduce(c, input, Some(out), r, &red)?,
+                    None => coll::allreduce::allreduce(c, input, out, red)?,
+                    Some(r) => coll::reduce::reduce(c, input, Some(out), r, red)?,
                 }
                 if plan.divide {
                     divide(ty, out, n);
@@ -324,19 +327,17 @@ pub fn run(job: &Job, core: &mut Core) -> NcclResult<()> {
                     Some(k) => {
                         let mut tmp = s.to_vec();
                         scale(ty, &mut tmp, k);
-                        coll::reduce::reduce(c, Some(&tmp), None, root, &red)?
+                        coll::reduce::reduce(c, Some(&tmp), None, root, red)?
                     }
-                    None => coll::reduce::reduce(c, Some(s), None, root, &red)?,
+                    None => coll::reduce::reduce(c, Some(s), None, root, red)?,
                 }
             }
         }
         Kind::ReduceScatter => {
-            let plan = plan.expect("reductions carry a plan");
-            let red = Reducer {
-                extent: ty.extent(),
-                commutative: true,
-                apply: &plan.kernel,
-            };
+            let (plan, red) = plan
+                .as_ref()
+                .zip(red.as_ref())
+                .expect("reductions carry a plan");
             let in_place = recv == send + me * b;
             let counts = vec![b; n];
             if in_place || plan.pre.is_some() {
@@ -345,10 +346,10 @@ pub fn run(job: &Job, core: &mut Core) -> NcclResult<()> {
                     scale(ty, &mut tmp, k);
                 }
                 let out = unsafe { bytes_mut(recv, b) };
-                coll::reduce_scatter::reduce_scatter(c, Some(&tmp), out, &counts, &red)?;
+                coll::reduce_scatter::reduce_scatter(c, Some(&tmp), out, &counts, red)?;
             } else {
                 let (s, out) = unsafe { (bytes(send, n * b), bytes_mut(recv, b)) };
-                coll::reduce_scatter::reduce_scatter(c, Some(s), out, &counts, &red)?;
+                coll::reduce_scatter::reduce_scatter(c, Some(s), out, &counts, red)?;
             }
             if plan.divide {
                 divide(ty, unsafe { bytes_mut(recv, b) }, n);
