@@ -45,7 +45,7 @@ step fmt cargo fmt --all --check
 step clippy cargo clippy --all-targets -- -D warnings
 step cargo-test cargo test --release
 # The collective matrix again with every pair of ranks on loop-back TCP.
-step cargo-test-tcp env FERROCOLL_TRANSPORT=tcp cargo test --release --test coll_matrix
+step cargo-test-tcp env FERROCOLL_TRANSPORT=tcp FERROCOLL_NSOCKS=3 cargo test --release --test coll_matrix
 step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 step build cmake --build "$build" -j "$(nproc)"
 step ctest run_ctest

@@ -10,6 +10,7 @@
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
 //! | `FERROCOLL_RNDV_BYTES` | `65536` | messages from this size wait for the matching receive and land directly in its buffer |
 //! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
+//! | `FERROCOLL_NSOCKS` | `1` | TCP sockets per pair of ranks (1-16); a link's bytes are dealt to them in 128 KiB pieces; the dialling rank's value counts |
 //! | `FERROCOLL_SOCKET_IFNAME` | (loopback on one host) | interfaces to listen on: names or prefixes, `^` to exclude, `=` for exact names (`NCCL_SOCKET_IFNAME` when unset) |
 //! | `FERROCOLL_RANK`, `FERROCOLL_SIZE`, `FERROCOLL_JOB` | (set by `ferrorun`) | this rank, the rank count, the job id |
 //! | `FERROCOLL_STORE`, `FERROCOLL_SECRET` | (set by `ferrorun`) | the rendezvous store's address and the job secret (64 hex digits) |
@@ -51,7 +52,12 @@ pub struct Params {
     pub transport: crate::bootstrap::wire::Transport,
     /// `FERROCOLL_SOCKET_IFNAME`.
     pub socket_ifname: Option<String>,
+    /// `FERROCOLL_NSOCKS`, 1 to 16.
+    pub nsocks: usize,
 }
+
+/// Most sockets per pair of ranks (`FERROCOLL_NSOCKS`).
+pub const MAX_NSOCKS: usize = 16;
 
 impl Params {
     /// Parses knobs from any key lookup (tests pass a closure over a map).
@@ -103,6 +109,10 @@ impl Params {
             socket_ifname: get("FERROCOLL_SOCKET_IFNAME")
                 .or_else(|| get("NCCL_SOCKET_IFNAME"))
                 .filter(|v| !v.trim().is_empty()),
+            nsocks: get("FERROCOLL_NSOCKS")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(1)
+                .clamp(1, MAX_NSOCKS),
         }
     }
 

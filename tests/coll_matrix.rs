@@ -46,7 +46,8 @@ fn world(n: usize, algo: &[(&str, &str)], f: impl Fn(usize, &mut Engine, &mut Co
                     let mut peers: Vec<Option<SocketAddr>> = addrs.lock().unwrap().clone();
                     peers[r] = None;
                     let deadline = Instant::now() + Duration::from_secs(30);
-                    let socks = mesh::connect_all(r, &l, &peers, secret, deadline).unwrap();
+                    let nsocks = ferrocoll::param::params().nsocks;
+                    let socks = mesh::connect_all(r, &l, &peers, secret, deadline, nsocks).unwrap();
                     Engine::over_shm_and_tcp(r, seg, socks).unwrap()
                 } else {
                     Engine::over_shm(r, seg)

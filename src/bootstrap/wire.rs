@@ -82,7 +82,7 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
 
 /// A host's segment, the world ranks sharing it, and TCP connections to
 /// the other ranks.
-type Links = (Segment, Vec<usize>, Vec<(usize, TcpStream)>);
+type Links = (Segment, Vec<usize>, Vec<(usize, Vec<TcpStream>)>);
 
 /// The general case: ranks exchange host identities and addresses, each
 /// host gets its segment, and ranks on different hosts (all, when forced)
@@ -189,7 +189,7 @@ fn connect(
     want: impl Fn(usize) -> bool,
     secret: &Secret,
     deadline: Instant,
-) -> Result<Vec<(usize, TcpStream)>> {
+) -> Result<Vec<(usize, Vec<TcpStream>)>> {
     let addrs = (0..size)
         .map(|q| {
             if q == me || !want(q) {
@@ -201,5 +201,5 @@ fn connect(
             })
         })
         .collect::<Result<Vec<Option<SocketAddr>>>>()?;
-    mesh::connect_all(me, listener, &addrs, secret, deadline)
+    mesh::connect_all(me, listener, &addrs, secret, deadline, params().nsocks)
 }

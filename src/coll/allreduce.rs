@@ -19,6 +19,15 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     if streamed {
         return stream::allreduce(c, send, recv, red);
     }
+    let ring = c.size() > 1
+        && recv.len() > SLOT_DATA
+        && select::allreduce(c, recv.len(), red.extent, red.commutative) == select::Allreduce::Ring;
+    if ring {
+        // The ring reads this rank's part straight from `send`: no copy.
+        let blocks = even_blocks(recv.len(), red.extent, c.size());
+        reduce_scatter::ring(c, send, recv, &blocks, red)?;
+        return allgather::ring_in_place(c, recv, &blocks);
+    }
     if let Some(s) = send {
         copy(recv, s);
     }
@@ -38,7 +47,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
         }
         select::Allreduce::Ring => {
             let blocks = even_blocks(recv.len(), red.extent, c.size());
-            reduce_scatter::ring_in_place(c, recv, &blocks, red)?;
+            reduce_scatter::ring(c, None, recv, &blocks, red)?;
             allgather::ring_in_place(c, recv, &blocks)
         }
         select::Allreduce::ReduceBcast => {

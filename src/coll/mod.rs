@@ -133,6 +133,24 @@ impl<'a> Ctx<'a> {
             .exchange(ctx, tag, sends, recvs, |r| comm.world_rank(r), op)
     }
 
+    /// Sends `sbuf` to `to` while receiving `rbuf` from `from`, handing
+    /// each `piece` bytes of `rbuf` to `fold(offset, bytes)` as soon as they
+    /// have landed (see `Engine::exchange_folding`).
+    pub fn sendrecv_folding(
+        &mut self,
+        step: u32,
+        send: Option<(usize, &[u8])>,
+        (from, rbuf): (usize, &mut [u8]),
+        piece: usize,
+        fold: impl FnMut(usize, &mut [u8]),
+    ) -> Result<()> {
+        let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
+        let send = send.map(|(to, b)| (self.comm.world_rank(to), b));
+        let from = self.comm.world_rank(from);
+        self.eng
+            .exchange_folding(ctx, tag, send, (from, rbuf), piece, fold, op)
+    }
+
     /// Sends `buf` to `to`.
     pub fn send(&mut self, step: u32, to: usize, buf: &[u8]) -> Result<()> {
         self.xfer(step, &[(to, buf)], &mut [])

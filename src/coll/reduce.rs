@@ -1,6 +1,7 @@
 //! Reduce to a root: binomial tree (rank order kept for non-commutative
 //! ops by reducing to rank 0 first), or ring reduce-scatter + gather.
 
+use super::reduce_scatter::PIECE;
 use super::{even_blocks, gather, reduce_scatter, select, slots, stream, Ctx, Reducer};
 use crate::copy::copy;
 use crate::error::{Error, Result};
@@ -47,16 +48,16 @@ pub fn reduce(
             }
         },
         select::Reduce::Rsag => {
-            let mut data = match send {
-                Some(s) => c.copy_of(s),
-                None => c.copy_of(recv.as_deref().expect("checked above")),
-            };
+            let mut data = c.scratch(bytes);
             let blocks = even_blocks(bytes, red.extent, c.size());
-            reduce_scatter::ring_in_place(c, &mut data, &blocks, red)?;
-            let (o, l) = blocks[c.rank()];
-            gather::gatherv(c, Some(&data[o..o + l]), recv, &blocks, root)?;
+            let input = send.unwrap_or_else(|| recv.as_deref().expect("checked above"));
+            let mut res = reduce_scatter::ring(c, Some(input), &mut data, &blocks, red);
+            if res.is_ok() {
+                let (o, l) = blocks[c.rank()];
+                res = gather::gatherv(c, Some(&data[o..o + l]), recv, &blocks, root);
+            }
             c.give_back(data);
-            Ok(())
+            res
         }
     }
 }
@@ -88,29 +89,54 @@ pub fn binomial(
         }
         return Ok(());
     }
+    // With a commutative op, the first partial result lands straight in
+    // the accumulator and this rank's input is folded into it as it
+    // arrives; otherwise the accumulator starts as a copy of the input.
+    let fold_input = red.commutative;
     let mut own = Vec::new();
     let acc: &mut [u8] = match out.as_deref_mut() {
         Some(o) if r == root && target == root => {
-            copy(o, input);
+            if !fold_input {
+                copy(o, input);
+            }
             o
         }
         _ => {
-            own = c.copy_of(input);
+            own = if fold_input {
+                c.scratch(input.len())
+            } else {
+                c.copy_of(input)
+            };
             &mut own
         }
     };
-    let mut tmp = c.scratch(input.len());
+    let piece = (PIECE / red.extent).max(1) * red.extent;
+    let mut has_input = !fold_input;
+    let mut tmp = Vec::new();
     let (mut mask, mut step) = (1, 0);
     while mask < n {
         if vr & mask == 0 {
             let peer = vr | mask;
             if peer < n {
-                c.recv(step, (peer + target) % n, &mut tmp)?;
-                // acc covers ranks [vr, vr+mask), tmp the ones right after.
-                if red.commutative {
-                    red.fold_left(&tmp, acc);
+                let from = (peer + target) % n;
+                if has_input {
+                    if tmp.is_empty() {
+                        tmp = c.scratch(input.len());
+                    }
+                    // acc covers ranks [vr, vr+mask), tmp the ones right after.
+                    c.sendrecv_folding(step, None, (from, &mut tmp), piece, |off, got| {
+                        let a = &mut acc[off..off + got.len()];
+                        if red.commutative {
+                            red.fold_left(got, a);
+                        } else {
+                            red.fold_right(a, got);
+                        }
+                    })?;
                 } else {
-                    red.fold_right(acc, &mut tmp);
+                    c.sendrecv_folding(step, None, (from, &mut *acc), piece, |off, got| {
+                        red.fold_left(&input[off..off + got.len()], got)
+                    })?;
+                    has_input = true;
                 }
             }
         } else {
@@ -119,6 +145,10 @@ pub fn binomial(
         }
         mask <<= 1;
         step += 1;
+    }
+    if !has_input {
+        // Nothing arrived (a single rank): the result is the input.
+        copy(acc, input);
     }
     c.give_back(tmp);
     if target != root {

@@ -1,19 +1,25 @@
 //! Reduce-scatter: a ring for commutative ops, else an ordered reduce to
 //! rank 0 followed by a scatter.
 
-use super::{gather, reduce, select, slots, stream, Ctx, Reducer};
+use super::{gather, reduce, select, slots, split_blocks, stream, Ctx, Reducer};
 use crate::copy::copy;
 use crate::error::Result;
 use crate::transport::shm::slots::SLOT_DATA;
 
-/// Bytes reduced per exchange: the incoming piece stays in cache until it
-/// is folded in.
-const PIECE: usize = 128 * 1024;
+/// Bytes folded at a time as they arrive: the incoming piece is still in
+/// cache when it is reduced.
+pub const PIECE: usize = 128 * 1024;
 
-/// Ring reduce-scatter in place: afterwards block `r` of `data` holds the
-/// full reduction on rank `r` (other blocks hold partial sums).
-pub fn ring_in_place(
+/// Ring reduce-scatter: afterwards block `r` of `data` holds the full
+/// reduction on rank `r` (the blocks it folded on the way hold partial
+/// sums). With `input`, this rank's contribution is read from there and
+/// every block of `data` it folds is overwritten (`data` needs no copy of
+/// the input first); without, `data` holds the contribution. Each step
+/// sends one whole block and folds the incoming one piece by piece while
+/// the rest of it is still on its way.
+pub fn ring(
     c: &mut Ctx,
+    input: Option<&[u8]>,
     data: &mut [u8],
     blocks: &[(usize, usize)],
     red: &Reducer,
@@ -22,28 +28,58 @@ pub fn ring_in_place(
     let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
     let piece = (PIECE / red.extent).max(1) * red.extent;
     let longest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
-    let mut tmp = c.scratch(longest.min(piece));
+    if let Some(inp) = input {
+        if inp.len() < data.len() {
+            return Err(crate::error::Error::InvalidArg(
+                "reduce-scatter input shorter than its output".into(),
+            ));
+        }
+    }
+    if n == 1 {
+        // No steps: the result is this rank's own part.
+        if let Some(inp) = input {
+            let (o, l) = blocks[0];
+            copy(&mut data[o..o + l], &inp[o..o + l]);
+        }
+        return Ok(());
+    }
+    let mut tmp = match input {
+        Some(_) => Vec::new(),
+        None => c.scratch(longest),
+    };
     for s in 0..n.saturating_sub(1) {
-        let (so, sl) = blocks[(r + 2 * n - s - 1) % n];
-        let (ro, rl) = blocks[(r + 2 * n - s - 2) % n];
-        // A link carries ceil(block / piece) messages; the block this rank
-        // sends is the one its successor receives, so both sides agree.
-        let (ns, nr) = (sl.div_ceil(piece), rl.div_ceil(piece));
-        for k in 0..ns.max(nr) {
-            let (a, b) = ((k * piece).min(sl), ((k + 1) * piece).min(sl));
-            let (x, y) = ((k * piece).min(rl), ((k + 1) * piece).min(rl));
-            let sends: &[(usize, &[u8])] = if k < ns {
-                &[(next, &data[so + a..so + b])]
-            } else {
-                &[]
-            };
-            let mut recvs: Vec<(usize, &mut [u8])> = if k < nr {
-                vec![(prev, &mut tmp[..y - x])]
-            } else {
-                Vec::new()
-            };
-            c.xfer(s as u32, sends, &mut recvs)?;
-            red.fold_left(&tmp[..y - x], &mut data[ro + x..ro + y]);
+        let sb = blocks[(r + 2 * n - s - 1) % n];
+        let rb = blocks[(r + 2 * n - s - 2) % n];
+        let mut parts = split_blocks(data, &[sb, rb])?;
+        let (sp, rp) = parts.split_at_mut(1);
+        let acc = &mut *rp[0];
+        match input {
+            Some(inp) => {
+                // The incoming partial sum lands in the block itself, and
+                // this rank's part is folded into it (the op commutes).
+                let out = if s == 0 {
+                    &inp[sb.0..sb.0 + sb.1]
+                } else {
+                    &*sp[0]
+                };
+                let mine = &inp[rb.0..rb.0 + rb.1];
+                c.sendrecv_folding(
+                    s as u32,
+                    Some((next, out)),
+                    (prev, acc),
+                    piece,
+                    |off, got| red.fold_left(&mine[off..off + got.len()], got),
+                )?;
+            }
+            None => {
+                c.sendrecv_folding(
+                    s as u32,
+                    Some((next, &*sp[0])),
+                    (prev, &mut tmp[..rb.1]),
+                    piece,
+                    |off, got| red.fold_left(got, &mut acc[off..off + got.len()]),
+                )?;
+            }
         }
     }
     c.give_back(tmp);
@@ -78,18 +114,26 @@ pub fn reduce_scatter(
     if choice == select::ReduceScatter::Stream {
         return stream::reduce_scatter(c, send, recv, &blocks, red);
     }
-    let mut data = match send {
-        Some(s) => c.copy_of(&s[..total]),
-        None => c.copy_of(&recv[..total]),
-    };
     let (bo, bl) = blocks[r];
     match choice {
         select::ReduceScatter::Ring | select::ReduceScatter::Stream => {
-            ring_in_place(c, &mut data, &blocks, red)?;
-            copy(&mut recv[..bl], &data[bo..bo + bl]);
+            let mut data = c.scratch(total);
+            let input = match send {
+                Some(s) => s,
+                None => &recv[..total],
+            };
+            let res = ring(c, Some(input), &mut data, &blocks, red);
+            if res.is_ok() {
+                copy(&mut recv[..bl], &data[bo..bo + bl]);
+            }
             c.give_back(data);
+            res?;
         }
         select::ReduceScatter::ReduceScatterv => {
+            let data = match send {
+                Some(s) => c.copy_of(&s[..total]),
+                None => c.copy_of(&recv[..total]),
+            };
             let mut full = (r == 0).then(|| c.scratch(total));
             reduce::binomial(c, &data, full.as_deref_mut(), 0, red)?;
             gather::scatterv(c, full.as_deref(), &blocks, Some(&mut recv[..bl]), 0)?;

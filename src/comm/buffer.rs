@@ -62,4 +62,37 @@ impl RawBuf {
         let dst = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), src.len()) };
         crate::copy::copy(dst, src);
     }
+
+    /// Lets `fill` write up to `len` bytes into the buffer at `off`
+    /// (receive side, e.g. a socket read); returns what `fill` returns,
+    /// the bytes it wrote.
+    pub fn fill_at(&self, off: usize, len: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> usize {
+        if len == 0 {
+            return 0;
+        }
+        assert!(off + len <= self.len);
+        // SAFETY: `new`'s contract makes the range writable and unaliased;
+        // the assert keeps the slice inside it.
+        let dst = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), len) };
+        let n = fill(dst);
+        assert!(n <= len);
+        n
+    }
+
+    /// `len` bytes at `off` as a slice, for a part of a pending receive
+    /// that has already landed.
+    ///
+    /// # Safety
+    /// Nothing may write `[off, off + len)` while the slice lives: the
+    /// engine must be done writing that range (it writes a receive in
+    /// order, so bytes below what has landed are final).
+    pub unsafe fn landed_mut<'a>(self, off: usize, len: usize) -> &'a mut [u8] {
+        if len == 0 {
+            return &mut [];
+        }
+        assert!(off + len <= self.len);
+        // SAFETY: inside the buffer (asserted); the caller promises no
+        // other writer for the slice's life.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), len) }
+    }
 }

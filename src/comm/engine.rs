@@ -4,7 +4,6 @@
 //! spin, then yield, then futex sleep, noticing dead peers and deadlines.
 
 use super::buffer::RawBuf;
-use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::param;
 use crate::param::params;
@@ -219,7 +218,7 @@ impl Engine {
     pub fn over_shm_and_tcp(
         me: usize,
         seg: Arc<Segment>,
-        tcp: Vec<(usize, std::net::TcpStream)>,
+        tcp: Vec<(usize, Vec<std::net::TcpStream>)>,
     ) -> Result<Engine> {
         let n = seg.nranks();
         let local: Vec<usize> = (0..n).collect();
@@ -235,7 +234,7 @@ impl Engine {
         size: usize,
         seg: Arc<Segment>,
         local: &[usize],
-        tcp: Vec<(usize, std::net::TcpStream)>,
+        tcp: Vec<(usize, Vec<std::net::TcpStream>)>,
     ) -> Result<Engine> {
         if local.windows(2).any(|w| w[0] >= w[1]) || local.iter().any(|&w| w >= size) {
             return Err(Error::InvalidArg(format!(
@@ -616,6 +615,28 @@ impl Engine {
         !asked.is_empty()
     }
 
+    /// Bytes of receive `id` that have landed in its buffer so far (its
+    /// length once complete). They land in order, so these are final.
+    pub fn arrived(&self, id: ReqId) -> usize {
+        let Some(r) = self.reqs.get(id).and_then(Option::as_ref) else {
+            return 0;
+        };
+        if r.done {
+            return r.status.bytes;
+        }
+        let Kind::Recv { m, .. } = r.kind else {
+            return 0;
+        };
+        match m.source.map(|s| &self.rx[s]) {
+            Some(Rx::Body {
+                target: Target::Req(t),
+                off,
+                ..
+            }) if *t == id => *off,
+            _ => 0,
+        }
+    }
+
     /// Whether a request has completed (no progress is made).
     pub fn is_done(&self, id: ReqId) -> bool {
         self.reqs[id].as_ref().is_some_and(|r| r.done)
@@ -907,7 +928,8 @@ impl Engine {
             if !self.sendq[p].is_empty() {
                 moved |= self.push_sends(p);
             }
-            if self.links[p].readable() > 0 {
+            let body = matches!(self.rx[p], Rx::Body { .. }) && self.links[p].reads_directly();
+            if body || self.links[p].readable() > 0 {
                 moved |= self.drain(p);
             }
         }
@@ -944,17 +966,18 @@ impl Engine {
                     Phase::Announce => 0,
                     _ => buf.len(),
                 };
+            let body = &buf.tail(0)[..total - FRAME_BYTES];
             // A message that fits goes out as one unit: one publication, and
             // the receiver finds header and data together.
-            if *off == 0 && self.links[dst].write_both(hdr, &buf.tail(0)[..total - FRAME_BYTES]) {
+            if *off == 0 && self.links[dst].write_both(hdr, body) {
                 *off = total;
                 wrote += total;
             }
             while *off < total {
                 let n = if *off < FRAME_BYTES {
-                    self.links[dst].write_some(&hdr[*off..])
+                    self.links[dst].write_parts(&hdr[*off..], body)
                 } else {
-                    self.links[dst].write_some(buf.tail(*off - FRAME_BYTES))
+                    self.links[dst].write_parts(&[], &body[*off - FRAME_BYTES..])
                 };
                 if n == 0 {
                     break;
@@ -1021,8 +1044,10 @@ impl Engine {
     fn drain(&mut self, src: usize) -> bool {
         let mut read = 0;
         loop {
-            let avail = self.links[src].readable();
-            if avail == 0 {
+            let in_body = matches!(self.rx[src], Rx::Body { .. });
+            // A body is read straight into its destination (a TCP link
+            // reads the socket itself), so no `readable` first.
+            if !in_body && self.links[src].readable() == 0 {
                 break;
             }
             match &mut self.rx[src] {
@@ -1041,8 +1066,9 @@ impl Engine {
                 Rx::Body { frame, target, off } => {
                     let len = frame.len as usize;
                     let want = len - *off;
-                    let mut o = *off;
-                    match target {
+                    let o = *off;
+                    let link = &mut self.links[src];
+                    let n = match target {
                         Target::Req(id) => {
                             let Some(Req {
                                 kind: Kind::Recv { buf, .. },
@@ -1051,14 +1077,14 @@ impl Engine {
                             else {
                                 unreachable!("body targets a receive")
                             };
-                            let buf = *buf;
-                            read += self.links[src].read_with(want, |s| {
+                            let fit = buf.len().saturating_sub(o).min(want);
+                            if fit > 0 {
+                                buf.fill_at(o, fit, |d| link.read_into(d))
+                            } else {
                                 // Past the buffer's end the bytes are dropped
                                 // (truncation is reported in the status).
-                                let fit = buf.len().saturating_sub(o).min(s.len());
-                                buf.write_at(o, &s[..fit]);
-                                o += s.len();
-                            });
+                                link.read_with(want, |_| {})
+                            }
                         }
                         Target::Unexpected(uid) => {
                             let uid = *uid;
@@ -1067,14 +1093,15 @@ impl Engine {
                                 .iter_mut()
                                 .find(|u| u.id == uid)
                                 .expect("buffered message exists");
-                            read += self.links[src].read_with(want, |s| {
-                                copy(&mut u.data[o..o + s.len()], s);
-                                o += s.len();
-                            });
+                            link.read_into(&mut u.data[o..len])
                         }
+                    };
+                    if n == 0 {
+                        break;
                     }
-                    *off = o;
-                    if o == len {
+                    read += n;
+                    *off = o + n;
+                    if o + n == len {
                         self.finish_message(src);
                     }
                 }
@@ -1220,6 +1247,79 @@ fn recv_status(src: usize, f: &Frame, cap: usize) -> Status {
 }
 
 impl Engine {
+    /// Sends `send` (world rank, bytes) while receiving exactly
+    /// `recv.1.len()` bytes from world rank `recv.0`, on context `ctx` with
+    /// tag `tag`, handing each `piece` bytes of the receive (the last piece
+    /// may be shorter) to `fold(offset, bytes)` as soon as it has landed:
+    /// the bytes are used while still in cache, and the rest keeps arriving
+    /// meanwhile. Returns once everything was sent, received and folded.
+    #[allow(clippy::too_many_arguments)]
+    pub fn exchange_folding(
+        &mut self,
+        ctx: u32,
+        tag: i32,
+        send: Option<(usize, &[u8])>,
+        recv: (usize, &mut [u8]),
+        piece: usize,
+        mut fold: impl FnMut(usize, &mut [u8]),
+        op: &'static str,
+    ) -> Result<()> {
+        let (src, rbuf) = recv;
+        let len = rbuf.len();
+        let piece = piece.max(1);
+        // SAFETY: `rbuf` is borrowed for this whole call, which returns only
+        // once the receive completed or the engine was poisoned (dropping
+        // every pending request); it is only touched through `raw` below.
+        let raw = unsafe { RawBuf::new(rbuf.as_mut_ptr(), len) };
+        let m = Match {
+            source: Some(src),
+            ctx,
+            tag: Some(tag),
+        };
+        let rid = self.irecv(m, raw)?;
+        let sid = match send {
+            Some((dst, buf)) => {
+                // SAFETY: as above; send buffers are only read.
+                let sraw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
+                Some(self.isend(dst, ctx, tag, sraw)?)
+            }
+            None => None,
+        };
+        let ids: Vec<ReqId> = std::iter::once(rid).chain(sid).collect();
+        let peers = self.peers_of(&ids);
+        let mut folded = 0;
+        loop {
+            let landed = self.arrived(rid);
+            while folded < landed && (landed - folded >= piece || self.is_done(rid)) {
+                let hi = (folded + piece).min(landed);
+                // SAFETY: bytes below `landed` are final: the engine writes a
+                // receive in order and only beyond what has landed.
+                fold(folded, unsafe { raw.landed_mut(folded, hi - folded) });
+                folded = hi;
+            }
+            if self.is_done(rid) && folded == self.arrived(rid) {
+                break;
+            }
+            let target = (folded + piece).min(len);
+            self.wait_loop(op, &peers, |e| e.arrived(rid) >= target || e.is_done(rid))?;
+        }
+        if let Some(s) = sid {
+            self.wait(s, op)?;
+        }
+        let st = self.take(rid);
+        if st.error.is_some() || st.bytes != len {
+            let got = match st.error {
+                Some(Error::Truncated { got, .. }) => got,
+                _ => st.bytes,
+            };
+            return Err(Error::InvalidArg(format!(
+                "{op}: world rank {src} sent {got} bytes where {len} were expected \
+                 (ranks passed different counts or datatypes)"
+            )));
+        }
+        Ok(())
+    }
+
     /// Sends and receives a set of messages on context `ctx` with one tag,
     /// returning when all have completed. Every receive must be filled
     /// exactly (collectives know their sizes); a shorter or longer message

@@ -28,15 +28,23 @@ pub enum Link {
 }
 
 impl Link {
-    /// Copies as much of `data` as the link accepts now.
-    pub fn write_some(&mut self, data: &[u8]) -> usize {
+    /// Takes as much of `a`, then `b`, as the link accepts now; returns
+    /// the bytes taken.
+    pub fn write_parts(&mut self, a: &[u8], b: &[u8]) -> usize {
         match self {
-            Link::Shm { tx, .. } => tx.write_some(data),
-            Link::SelfLoop(q) => {
-                q.extend(data);
-                data.len()
+            Link::Shm { tx, .. } => {
+                let n = tx.write_some(a);
+                if n < a.len() {
+                    return n;
+                }
+                n + tx.write_some(b)
             }
-            Link::Tcp(t) => t.write_some(data),
+            Link::SelfLoop(q) => {
+                q.extend(a);
+                q.extend(b);
+                a.len() + b.len()
+            }
+            Link::Tcp(t) => t.write_parts(a, b),
         }
     }
 
@@ -79,6 +87,26 @@ impl Link {
                 n
             }
         }
+    }
+
+    /// Fills `dst` with waiting bytes, in order; returns how many. A TCP
+    /// link reads the socket straight into `dst` when nothing was read
+    /// ahead, so the bytes are not copied twice.
+    pub fn read_into(&mut self, dst: &mut [u8]) -> usize {
+        if let Link::Tcp(t) = self {
+            return t.read_into(dst);
+        }
+        let mut o = 0;
+        self.read_with(dst.len(), |s| {
+            crate::copy::copy(&mut dst[o..o + s.len()], s);
+            o += s.len();
+        })
+    }
+
+    /// Whether reads go to the socket themselves (`read_into` needs no
+    /// `readable` first).
+    pub fn reads_directly(&self) -> bool {
+        matches!(self, Link::Tcp(_))
     }
 
     /// Whether bytes written here are seen by another process (so the

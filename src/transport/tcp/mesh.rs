@@ -4,7 +4,7 @@
 
 use super::auth::{handshake, Role, Secret};
 use crate::error::{Error, Result};
-use crate::param::say;
+use crate::param::{say, MAX_NSOCKS};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -89,35 +89,65 @@ pub fn choose_ip(filter: Option<&str>, local: bool) -> Result<IpAddr> {
     }
 }
 
+/// What a dialling rank says about itself in the handshake: its rank, and
+/// which of how many sockets to the acceptor this one is.
+fn dial_id(rank: usize, idx: usize, n: usize) -> u64 {
+    rank as u64 | (idx as u64) << 32 | (n as u64) << 48
+}
+
+/// (rank, socket index, socket count) from `dial_id`, if well formed.
+fn parse_dial_id(id: u64) -> Option<(usize, usize, usize)> {
+    let (rank, idx, n) = (id & 0xffff_ffff, (id >> 32) & 0xffff, id >> 48);
+    (n >= 1 && n <= MAX_NSOCKS as u64 && idx < n).then_some((
+        rank as usize,
+        idx as usize,
+        n as usize,
+    ))
+}
+
 /// Connects world rank `me` to every rank whose entry in `addrs` is set
-/// (their listening addresses): ranks below `me` are dialled, ranks above
-/// are accepted on `listener`. Connections that fail the handshake or
-/// claim a rank that is not expected are dropped and logged. Returns
-/// (peer, stream) pairs.
+/// (their listening addresses), with `nsocks` sockets per pair: ranks
+/// below `me` are dialled (our `nsocks` counts), ranks above are accepted
+/// on `listener` (theirs counts). Connections that fail the handshake or
+/// claim a rank or socket that is not expected are dropped and logged.
+/// Returns (peer, sockets) pairs.
 pub fn connect_all(
     me: usize,
     listener: &TcpListener,
     addrs: &[Option<SocketAddr>],
     secret: &Secret,
     deadline: Instant,
-) -> Result<Vec<(usize, TcpStream)>> {
+    nsocks: usize,
+) -> Result<Vec<(usize, Vec<TcpStream>)>> {
+    let nsocks = nsocks.clamp(1, MAX_NSOCKS);
     let left = || deadline.saturating_duration_since(Instant::now());
     let mut out = Vec::new();
     for (p, a) in addrs.iter().enumerate().take(me) {
         let Some(a) = a else { continue };
-        out.push((p, dial(me, p, *a, secret, deadline)?));
+        let socks = (0..nsocks)
+            .map(|i| dial(me, dial_id(me, i, nsocks), p, *a, secret, deadline))
+            .collect::<Result<Vec<_>>>()?;
+        out.push((p, socks));
     }
-    let mut waiting: Vec<usize> = (me + 1..addrs.len())
+    // Sockets accepted so far from each expected peer.
+    let mut from: Vec<(usize, Vec<Option<TcpStream>>)> = (me + 1..addrs.len())
         .filter(|&p| addrs[p].is_some())
+        .map(|p| (p, Vec::new()))
         .collect();
+    let complete = |v: &Vec<Option<TcpStream>>| !v.is_empty() && v.iter().all(Option::is_some);
     listener
         .set_nonblocking(true)
         .map_err(|e| Error::os("listening for peers", e))?;
-    while !waiting.is_empty() {
-        let (mut s, from) = match listener.accept() {
+    while !from.iter().all(|(_, v)| complete(v)) {
+        let (mut s, addr) = match listener.accept() {
             Ok(x) => x,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if left().is_zero() {
+                    let waiting: Vec<usize> = from
+                        .iter()
+                        .filter(|(_, v)| !complete(v))
+                        .map(|(p, _)| *p)
+                        .collect();
                     return Err(timeout(me, &waiting));
                 }
                 std::thread::sleep(Duration::from_millis(2));
@@ -129,19 +159,37 @@ pub fn connect_all(
         let _ = s.set_read_timeout(Some(
             left().clamp(Duration::from_millis(100), Duration::from_secs(10)),
         ));
-        match handshake(&mut s, secret, Role::Acceptor, me as u64) {
-            Ok(id) if waiting.contains(&(id as usize)) => {
-                waiting.retain(|&w| w != id as usize);
-                let _ = s.set_read_timeout(None);
-                out.push((id as usize, s));
+        let id = match handshake(&mut s, secret, Role::Acceptor, me as u64) {
+            Ok(id) => id,
+            Err(e) => {
+                say(&format!(
+                    "ferrocoll: rank {me}: rejected connection from {addr}: {e}"
+                ));
+                continue;
             }
-            Ok(id) => say(&format!(
-                "ferrocoll: rank {me}: dropped connection from {from}: claims rank {id}, which is not expected"
-            )),
-            Err(e) => say(&format!(
-                "ferrocoll: rank {me}: rejected connection from {from}: {e}"
+        };
+        let slot = parse_dial_id(id).and_then(|(rank, idx, n)| {
+            let (_, got) = from.iter_mut().find(|(p, _)| *p == rank)?;
+            if got.is_empty() {
+                got.resize_with(n, || None);
+            }
+            (got.len() == n && got[idx].is_none()).then(|| &mut got[idx])
+        });
+        match slot {
+            Some(slot) => {
+                let _ = s.set_read_timeout(None);
+                *slot = Some(s);
+            }
+            None => say(&format!(
+                "ferrocoll: rank {me}: dropped connection from {addr}: claims rank {} socket {} of {}, which is not expected",
+                id & 0xffff_ffff,
+                (id >> 32) & 0xffff,
+                id >> 48
             )),
         }
+    }
+    for (p, v) in from {
+        out.push((p, v.into_iter().map(|s| s.expect("complete")).collect()));
     }
     Ok(out)
 }
@@ -164,6 +212,7 @@ fn timeout(me: usize, waiting: &[usize]) -> Error {
 /// Dials rank `p` at `a` until it answers and proves it holds the secret.
 fn dial(
     me: usize,
+    id: u64,
     p: usize,
     a: SocketAddr,
     secret: &Secret,
@@ -181,7 +230,7 @@ fn dial(
         let _ = s.set_read_timeout(Some(
             left.clamp(Duration::from_millis(100), Duration::from_secs(10)),
         ));
-        let id = handshake(&mut s, secret, Role::Connector, me as u64)
+        let id = handshake(&mut s, secret, Role::Connector, id)
             .map_err(|e| Error::InvalidArg(format!("connecting to rank {p} at {a}: {e}")))?;
         if id as usize != p {
             return Err(Error::InvalidArg(format!(
@@ -206,5 +255,15 @@ mod tests {
         assert!(ifname_matches("=eth0,lo", "lo"));
         assert!(choose_ip(Some("no-such-if"), false).is_err());
         assert!(choose_ip(Some("lo"), false).unwrap().is_loopback());
+    }
+
+    #[test]
+    fn dial_ids_round_trip_and_reject_nonsense() {
+        assert_eq!(parse_dial_id(dial_id(5, 0, 1)), Some((5, 0, 1)));
+        assert_eq!(parse_dial_id(dial_id(70_000, 3, 4)), Some((70_000, 3, 4)));
+        // A plain rank (no socket count) and out-of-range sockets are refused.
+        assert_eq!(parse_dial_id(5), None);
+        assert_eq!(parse_dial_id(dial_id(1, 4, 4)), None);
+        assert_eq!(parse_dial_id(dial_id(1, 0, MAX_NSOCKS + 1)), None);
     }
 }
