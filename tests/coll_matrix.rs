@@ -30,8 +30,21 @@ fn counts(n: usize, big: bool) -> Vec<usize> {
 /// with `FERROCOLL_TRANSPORT=tcp` the ranks talk over authenticated
 /// loop-back TCP connections instead of the rings.
 fn world(n: usize, algo: &[(&str, &str)], f: impl Fn(usize, &mut Engine, &mut Comm) + Sync) {
+    world_on_hosts(n, None, algo, f)
+}
+
+/// As `world`, but with `hosts` (a host number per rank) the ranks act as
+/// if on those hosts: rings between ranks of one host, TCP across hosts.
+fn world_on_hosts(
+    n: usize,
+    hosts: Option<&[u32]>,
+    algo: &[(&str, &str)],
+    f: impl Fn(usize, &mut Engine, &mut Comm) + Sync,
+) {
     let seg = Arc::new(Segment::anonymous(n, 64 * 1024).unwrap());
-    let tcp = std::env::var("FERROCOLL_TRANSPORT").is_ok_and(|t| t == "tcp");
+    let forced = std::env::var("FERROCOLL_TRANSPORT").is_ok_and(|t| t == "tcp");
+    let tcp = forced || hosts.is_some();
+    let apart = |a: usize, b: usize| forced || hosts.is_some_and(|h| h[a] != h[b]);
     let secret = Secret::random().unwrap();
     let addrs = Mutex::new(vec![None; n]);
     let met = Barrier::new(n);
@@ -44,7 +57,11 @@ fn world(n: usize, algo: &[(&str, &str)], f: impl Fn(usize, &mut Engine, &mut Co
                     addrs.lock().unwrap()[r] = Some(l.local_addr().unwrap());
                     met.wait();
                     let mut peers: Vec<Option<SocketAddr>> = addrs.lock().unwrap().clone();
-                    peers[r] = None;
+                    for (q, p) in peers.iter_mut().enumerate() {
+                        if q == r || !apart(q, r) {
+                            *p = None;
+                        }
+                    }
                     let deadline = Instant::now() + Duration::from_secs(30);
                     let nsocks = ferrocoll::param::params().nsocks;
                     let socks = mesh::connect_all(r, &l, &peers, secret, deadline, nsocks).unwrap();
@@ -52,6 +69,9 @@ fn world(n: usize, algo: &[(&str, &str)], f: impl Fn(usize, &mut Engine, &mut Co
                 } else {
                     Engine::over_shm(r, seg)
                 };
+                if let Some(h) = hosts {
+                    eng.set_hosts(h.to_vec()).unwrap();
+                }
                 eng.algo = algo
                     .iter()
                     .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -235,6 +255,69 @@ fn reduce_all_algorithms() {
                         }
                     });
                 }
+            }
+        }
+    }
+}
+
+/// Host-aware allreduce, bcast and reduce (rings inside a "host", TCP
+/// across) against the references, with the flat algorithms beside them.
+#[test]
+fn host_aware_collectives() {
+    let layouts: [&[u32]; 4] = [
+        &[0, 0, 1],
+        &[0, 1, 0, 1],
+        &[0, 0, 1, 1, 1],
+        &[0, 0, 0, 1, 2, 2, 1],
+    ];
+    for hosts in layouts {
+        let n = hosts.len();
+        for algo in ["auto", "flat"] {
+            let forced = [("allreduce", algo), ("bcast", algo), ("reduce", algo)];
+            for count in [0, 1, 1001, BIG] {
+                let want = sum_ref(n, count);
+                world_on_hosts(n, Some(hosts), &forced, |r, eng, comm| {
+                    let what = format!("{algo} hosts={hosts:?} count={count} rank {r}");
+                    let send = data(r, count);
+                    let mut recv = vec![0u8; send.len()];
+                    let mut c = Ctx::new(eng, comm);
+                    coll::allreduce::allreduce(&mut c, Some(&send), &mut recv, &SUM).unwrap();
+                    assert!(recv == want, "allreduce {what}");
+                    let mut buf = data(r, count);
+                    coll::allreduce::allreduce(&mut Ctx::new(eng, comm), None, &mut buf, &SUM)
+                        .unwrap();
+                    assert!(buf == want, "in-place allreduce {what}");
+                    // Non-commutative ops keep the flat, rank-ordered path.
+                    let c2 = count.min(5000);
+                    let mut buf = affine(r, c2);
+                    let want2 = fold_ref((0..n).map(|q| affine(q, c2)), &COMPOSE);
+                    coll::allreduce::allreduce(&mut Ctx::new(eng, comm), None, &mut buf, &COMPOSE)
+                        .unwrap();
+                    assert!(buf == want2, "non-commutative allreduce {what}");
+                    for root in 0..n {
+                        let mut buf = if r == root {
+                            data(root, count)
+                        } else {
+                            vec![0u8; count * 4]
+                        };
+                        coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut buf, root).unwrap();
+                        assert!(buf == data(root, count), "bcast root {root} {what}");
+                        let mut out = if r == root {
+                            data(r, count)
+                        } else {
+                            Vec::new()
+                        };
+                        let (s, o) = if r == root {
+                            (None, Some(&mut out[..]))
+                        } else {
+                            (Some(&send[..]), None)
+                        };
+                        coll::reduce::reduce(&mut Ctx::new(eng, comm), s, o, root, &SUM).unwrap();
+                        if r == root {
+                            assert!(out == want, "in-place reduce root {root} {what}");
+                        }
+                    }
+                });
             }
         }
     }

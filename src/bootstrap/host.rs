@@ -30,6 +30,22 @@ pub fn same_host(hosts: &[String], me: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Each rank's host as a number, counting hosts from 0 in order of their
+/// first rank.
+pub fn numbers(hosts: &[String]) -> Vec<u32> {
+    let mut seen: Vec<&str> = Vec::new();
+    hosts
+        .iter()
+        .map(|h| match seen.iter().position(|&s| s == h) {
+            Some(i) => i as u32,
+            None => {
+                seen.push(h);
+                (seen.len() - 1) as u32
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +59,6 @@ mod tests {
         assert_eq!(same_host(&hosts, 2), vec![0, 2]);
         assert_eq!(same_host(&hosts, 4), vec![1, 4]);
         assert_eq!(same_host(&hosts, 3), vec![3]);
+        assert_eq!(numbers(&hosts), vec![0, 1, 0, 2, 1]);
     }
 }

@@ -50,7 +50,7 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
     let (me, size) = (launch.rank, launch.size);
     let deadline = Instant::now() + p.setup_timeout;
     let forced = p.transport == Transport::Tcp;
-    let (segment, local, tcp) = match launch.local_job.clone() {
+    let (segment, local, tcp, hosts) = match launch.local_job.clone() {
         Some(job) => {
             // ferrorun on one host: every rank is here; the segment is named by the job.
             let seg = Segment::attach(&path_for(&job), me, size, p.ring_bytes, p.setup_timeout)?;
@@ -66,12 +66,13 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
             } else {
                 Vec::new()
             };
-            (seg, (0..size).collect::<Vec<_>>(), tcp)
+            (seg, (0..size).collect::<Vec<_>>(), tcp, vec![0; size])
         }
         None => meet(&mut launch, forced, deadline)?,
     };
     let segment = Arc::new(segment);
-    let engine = Engine::over_host(me, size, segment.clone(), &local, tcp)?;
+    let mut engine = Engine::over_host(me, size, segment.clone(), &local, tcp)?;
+    engine.set_hosts(hosts)?;
     Ok(Wired {
         engine,
         segment,
@@ -80,9 +81,9 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
     })
 }
 
-/// A host's segment, the world ranks sharing it, and TCP connections to
-/// the other ranks.
-type Links = (Segment, Vec<usize>, Vec<(usize, Vec<TcpStream>)>);
+/// A host's segment, the world ranks sharing it, TCP connections to the
+/// other ranks, and each world rank's host number.
+type Links = (Segment, Vec<usize>, Vec<(usize, Vec<TcpStream>)>, Vec<u32>);
 
 /// The general case: ranks exchange host identities and addresses, each
 /// host gets its segment, and ranks on different hosts (all, when forced)
@@ -164,7 +165,7 @@ fn meet(launch: &mut Launch, forced: bool, deadline: Instant) -> Result<Links> {
         &secret,
         deadline,
     )?;
-    Ok((segment, local, tcp))
+    Ok((segment, local, tcp, host::numbers(&hosts)))
 }
 
 /// A listening socket on the chosen interface (loopback when `local` and

@@ -3,7 +3,8 @@
 //! allgather for large commutative reductions, or reduce + broadcast.
 
 use super::{
-    allgather, bcast, even_blocks, reduce, reduce_scatter, select, slots, stream, Ctx, Reducer,
+    allgather, bcast, even_blocks, hier, reduce, reduce_scatter, select, slots, stream, Ctx,
+    Reducer,
 };
 use crate::copy::copy;
 use crate::error::Result;
@@ -12,6 +13,11 @@ use crate::transport::shm::slots::SLOT_DATA;
 /// Reduces every rank's data into `recv` on all ranks; `send == None` means
 /// in place (input in `recv`).
 pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reducer) -> Result<()> {
+    if red.commutative && !recv.is_empty() {
+        if let Some(l) = hier::Layout::of(c, "allreduce") {
+            return hier::allreduce(c, &l, send, recv, red);
+        }
+    }
     let streamed = c.size() > 1 && !recv.is_empty() && {
         let bytes = recv.len();
         select::allreduce(c, bytes, red.extent, red.commutative) == select::Allreduce::Stream

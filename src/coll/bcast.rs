@@ -1,6 +1,6 @@
 //! Broadcast: binomial tree, or a chain pipelined in pieces for large data.
 
-use super::{select, slots, stream, Ctx};
+use super::{hier, select, slots, stream, Ctx};
 use crate::error::Result;
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -10,6 +10,9 @@ const PIECE: usize = 128 * 1024;
 pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     if c.size() == 1 || buf.is_empty() {
         return Ok(());
+    }
+    if let Some(l) = hier::Layout::of(c, "bcast") {
+        return hier::bcast(c, &l, buf, root);
     }
     if select::slots(c, "bcast", buf.len() <= SLOT_DATA, true) {
         return slots::bcast(c, buf, root);

@@ -7,6 +7,7 @@ pub mod alltoall;
 pub mod barrier;
 pub mod bcast;
 pub mod gather;
+pub mod hier;
 pub mod reduce;
 pub mod reduce_scatter;
 pub mod scan;
@@ -52,6 +53,9 @@ pub struct Ctx<'a> {
     eng: &'a mut Engine,
     comm: &'a mut Comm,
     seq: u32,
+    /// Added to every step number: the phases of a host-aware call each
+    /// have their own range of steps within the call's tags.
+    base: u32,
     /// Name used in error messages (e.g. `MPI_Allreduce`).
     pub op: &'static str,
 }
@@ -64,8 +68,53 @@ impl<'a> Ctx<'a> {
             eng,
             comm,
             seq,
+            base: 0,
             op: "collective",
         }
+    }
+
+    /// A phase of this call that runs on `view` (part of the members, from
+    /// `view_of`), with its steps offset by `base`.
+    pub fn sub<'b>(&'b mut self, view: &'b mut Comm, base: u32) -> Ctx<'b> {
+        Ctx {
+            eng: &mut *self.eng,
+            comm: view,
+            seq: self.seq,
+            base: self.base + base,
+            op: self.op,
+        }
+    }
+
+    /// The members at ranks `ranks` of this call's communicator (this rank
+    /// among them) as a communicator for `sub`.
+    pub fn view_of(&self, ranks: &[usize]) -> Result<Comm> {
+        self.comm.view(ranks).ok_or_else(|| {
+            Error::InvalidArg(format!(
+                "rank {} is not among {ranks:?} of its own communicator",
+                self.comm.rank()
+            ))
+        })
+    }
+
+    /// The communicator's ranks grouped by host (hosts in order of their
+    /// first rank, ranks ascending), or `None` when all share one host.
+    pub fn host_groups(&self) -> Option<Vec<Vec<usize>>> {
+        if !self.eng.multi_host() {
+            return None;
+        }
+        let mut hosts: Vec<u32> = Vec::new();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for r in 0..self.size() {
+            let h = self.eng.host_of(self.comm.world_rank(r));
+            match hosts.iter().position(|&x| x == h) {
+                Some(i) => groups[i].push(r),
+                None => {
+                    hosts.push(h);
+                    groups.push(vec![r]);
+                }
+            }
+        }
+        (groups.len() > 1).then_some(groups)
     }
 
     /// Sets the operation name for error messages.
@@ -117,7 +166,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn tag(&self, step: u32) -> i32 {
-        (((self.seq & 0x3fff) << 16) | (step & 0xffff)) as i32
+        (((self.seq & 0x3fff) << 16) | ((step + self.base) & 0xffff)) as i32
     }
 
     /// Sends and receives (communicator ranks) in one step.

@@ -2,7 +2,7 @@
 //! ops by reducing to rank 0 first), or ring reduce-scatter + gather.
 
 use super::reduce_scatter::PIECE;
-use super::{even_blocks, gather, reduce_scatter, select, slots, stream, Ctx, Reducer};
+use super::{even_blocks, gather, hier, reduce_scatter, select, slots, stream, Ctx, Reducer};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
@@ -16,6 +16,11 @@ pub fn reduce(
     root: usize,
     red: &Reducer,
 ) -> Result<()> {
+    if red.commutative {
+        if let Some(l) = hier::Layout::of(c, "reduce") {
+            return hier::reduce(c, &l, send, recv, root, red);
+        }
+    }
     if c.size() > 1 {
         let bytes = send.or(recv.as_deref()).map_or(0, <[u8]>::len);
         let (fits, cheap) = (bytes <= SLOT_DATA, bytes * c.size() <= slots::READ_LIMIT);

@@ -188,6 +188,8 @@ pub struct Engine {
     tcp: Option<TcpLinks>,
     /// Set from another thread to make waits give up (`ncclCommAbort`).
     cancel: Option<Arc<AtomicBool>>,
+    /// Each world rank's host, numbered from 0 in order of first rank.
+    hosts: Vec<u32>,
 }
 
 /// Unexpected-message buffers kept for reuse: sizes and count.
@@ -342,6 +344,7 @@ impl Engine {
             rndv_min: params().rndv_min,
             tcp: None,
             cancel: None,
+            hosts: vec![0; n],
         }
     }
 
@@ -349,6 +352,30 @@ impl Engine {
     /// (checked while the wait sleeps, at least every 50 ms).
     pub fn cancel_with(&mut self, flag: Arc<AtomicBool>) {
         self.cancel = Some(flag);
+    }
+
+    /// Records which host each world rank runs on (`hosts[w]`, numbered
+    /// from 0), for host-aware collectives.
+    pub fn set_hosts(&mut self, hosts: Vec<u32>) -> Result<()> {
+        if hosts.len() != self.links.len() {
+            return Err(Error::InvalidArg(format!(
+                "{} host numbers for {} ranks",
+                hosts.len(),
+                self.links.len()
+            )));
+        }
+        self.hosts = hosts;
+        Ok(())
+    }
+
+    /// The host of world rank `w` (0 for all on a single host).
+    pub fn host_of(&self, w: usize) -> u32 {
+        self.hosts[w]
+    }
+
+    /// Whether the world spans more than one host.
+    pub fn multi_host(&self) -> bool {
+        self.hosts.iter().any(|&h| h != 0)
     }
 
     /// This engine's world rank.

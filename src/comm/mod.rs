@@ -96,6 +96,20 @@ impl Comm {
         self.members.iter().position(|&m| m == w)
     }
 
+    /// The members at communicator ranks `ranks` (which must include this
+    /// rank) as a communicator on the same contexts, without slots: for the
+    /// phases of one collective call that run on part of the members.
+    pub fn view(&self, ranks: &[usize]) -> Option<Comm> {
+        let rank = ranks.iter().position(|&r| r == self.rank)?;
+        Some(Comm {
+            rank,
+            members: ranks.iter().map(|&r| self.members[r]).collect(),
+            id: self.id,
+            seq: self.seq,
+            slots: None,
+        })
+    }
+
     /// World ranks in communicator order.
     pub fn members(&self) -> &[usize] {
         &self.members

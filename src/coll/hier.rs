@@ -1,0 +1,160 @@
+//! Host-aware collectives, for communicators that span several hosts with
+//! several ranks on some of them: the ranks of each host combine over
+//! shared memory first, one rank per host (its representative) talks
+//! across hosts, and the result spreads inside each host afterwards. Across
+//! hosts this moves one copy of the data per host instead of one per rank.
+//!
+//! The phases run on parts of the communicator within one call, each with
+//! its own range of step numbers, so their messages never match each other.
+
+use super::{allreduce, bcast, reduce, Ctx, Reducer};
+use crate::error::{Error, Result};
+
+/// Step offsets of the phases within a call's tags.
+const INWARD: u32 = 0x4000;
+const ACROSS: u32 = 0x8000;
+const OUTWARD: u32 = 0xC000;
+
+/// How a communicator's ranks sit on hosts.
+pub struct Layout {
+    /// Ranks per host, hosts in order of their first rank.
+    groups: Vec<Vec<usize>>,
+    /// The group holding this rank.
+    mine: usize,
+}
+
+impl Layout {
+    /// The host layout when a host-aware algorithm pays for `coll`: the
+    /// members span several hosts and some host has more than one of them;
+    /// `FERROCOLL_ALGO=<coll>=flat` turns it off.
+    pub fn of(c: &Ctx, coll: &str) -> Option<Layout> {
+        if c.size() < 3 || c.has_slots() || c.forced(coll).as_deref() == Some("flat") {
+            return None;
+        }
+        let groups = c.host_groups()?;
+        if groups.iter().all(|g| g.len() == 1) {
+            return None;
+        }
+        let mine = groups.iter().position(|g| g.contains(&c.rank()))?;
+        Some(Layout { groups, mine })
+    }
+
+    /// Each host's representative: `root` on the root's host, else the
+    /// host's first rank.
+    fn reps(&self, root: Option<usize>) -> Vec<usize> {
+        self.groups
+            .iter()
+            .map(|g| root.filter(|r| g.contains(r)).unwrap_or(g[0]))
+            .collect()
+    }
+
+    fn group(&self) -> &[usize] {
+        &self.groups[self.mine]
+    }
+}
+
+fn index_of(v: &[usize], x: usize) -> usize {
+    v.iter()
+        .position(|&y| y == x)
+        .expect("member of its own group")
+}
+
+/// Allreduce (commutative ops): reduce to each host's first rank, allreduce
+/// among those, broadcast inside each host. `send == None`: in place.
+pub fn allreduce(
+    c: &mut Ctx,
+    l: &Layout,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    red: &Reducer,
+) -> Result<()> {
+    let reps = l.reps(None);
+    let group = l.group();
+    let is_rep = reps[l.mine] == c.rank();
+    let mut inner = c.view_of(group)?;
+    {
+        let mut sc = c.sub(&mut inner, INWARD);
+        if is_rep {
+            reduce::reduce(&mut sc, send, Some(recv), 0, red)?;
+        } else {
+            let input = match send {
+                Some(s) => s,
+                None => &*recv,
+            };
+            reduce::reduce(&mut sc, Some(input), None, 0, red)?;
+        }
+    }
+    if is_rep {
+        let mut across = c.view_of(&reps)?;
+        allreduce::allreduce(&mut c.sub(&mut across, ACROSS), None, recv, red)?;
+    }
+    bcast::bcast(&mut c.sub(&mut inner, OUTWARD), recv, 0)
+}
+
+/// Broadcast: from the root to the other hosts' representatives, then
+/// inside each host.
+pub fn bcast(c: &mut Ctx, l: &Layout, buf: &mut [u8], root: usize) -> Result<()> {
+    let reps = l.reps(Some(root));
+    let my_rep = reps[l.mine];
+    if c.rank() == my_rep {
+        let mut across = c.view_of(&reps)?;
+        let from = index_of(&reps, root);
+        bcast::bcast(&mut c.sub(&mut across, ACROSS), buf, from)?;
+    }
+    let group = l.group();
+    let mut inner = c.view_of(group)?;
+    let from = index_of(group, my_rep);
+    bcast::bcast(&mut c.sub(&mut inner, OUTWARD), buf, from)
+}
+
+/// Reduce (commutative ops): inside each host to its representative, then
+/// among the representatives to the root. On the root `send == None`
+/// means in place.
+pub fn reduce(
+    c: &mut Ctx,
+    l: &Layout,
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    root: usize,
+    red: &Reducer,
+) -> Result<()> {
+    let reps = l.reps(Some(root));
+    let my_rep = reps[l.mine];
+    let group = l.group();
+    let mut inner = c.view_of(group)?;
+    let to = index_of(group, my_rep);
+    let me = c.rank();
+    if me == root {
+        let out =
+            recv.ok_or_else(|| Error::InvalidArg("reduce: no receive buffer at the root".into()))?;
+        reduce::reduce(
+            &mut c.sub(&mut inner, INWARD),
+            send,
+            Some(&mut *out),
+            to,
+            red,
+        )?;
+        let mut across = c.view_of(&reps)?;
+        let at = index_of(&reps, root);
+        return reduce::reduce(&mut c.sub(&mut across, ACROSS), None, Some(out), at, red);
+    }
+    let input = send.ok_or_else(|| Error::InvalidArg("reduce: no send buffer".into()))?;
+    if me != my_rep {
+        return reduce::reduce(&mut c.sub(&mut inner, INWARD), Some(input), None, to, red);
+    }
+    let mut part = c.scratch(input.len());
+    let mut r = reduce::reduce(
+        &mut c.sub(&mut inner, INWARD),
+        Some(input),
+        Some(&mut part),
+        to,
+        red,
+    );
+    if r.is_ok() {
+        let mut across = c.view_of(&reps)?;
+        let at = index_of(&reps, root);
+        r = reduce::reduce(&mut c.sub(&mut across, ACROSS), Some(&part), None, at, red);
+    }
+    c.give_back(part);
+    r
+}
