@@ -8,6 +8,11 @@
 #        [--args "extra mpibench args"]
 # --tcp: every rank pair over loop-back TCP: ferrocoll with FERROCOLL_TRANSPORT=tcp
 #        against Open MPI with --mca btl tcp,self (MPICH is left out).
+# --veth: two "hosts" (network namespaces this script makes, joined by a veth
+#        pair, 10.78.0.1-2/24; removed at exit), half the ranks on each:
+#        ferrocoll (shared memory inside a host, TCP across) against Open MPI
+#        (btl self,vader,tcp), both started from host 0 with a remote shell
+#        that enters the other namespace. Needs root; MPICH is left out.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,6 +23,7 @@ BUILD=$HERE/build
 
 QUICK=0
 TCP=0
+VETH=0
 RANKS="2 4"
 OPS=all
 ROUNDS=3
@@ -32,6 +38,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --quick) QUICK=1 ;;
     --tcp) TCP=1; LIBS="ferrocoll openmpi" ;;
+    --veth) VETH=1; TCP=1; LIBS="ferrocoll openmpi" ;;
     --ranks) RANKS=$2; shift ;;
     --ops) OPS=$2; shift ;;
     --rounds) ROUNDS=$2; shift ;;
@@ -142,7 +149,21 @@ run_one() { # lib ranks round
     mpich) cmd=(mpiexec.mpich -n "$n") ;;
     ferrocoll) cmd=("$LIBDIR/ferrorun" -n "$n") ;;
   esac
-  if [ "$TCP" = 1 ]; then
+  if [ "$VETH" = 1 ]; then
+    local half=$((n / 2)) hosts
+    hosts="$NS-0:$((n - half)),$NS-1:$half"
+    # Ranks of the two namespaces share this machine's cores: Open MPI must
+    # yield when idle, as it does when it sees ranks outnumber cores.
+    case $lib in
+      openmpi) cmd=(env OMPI_MCA_plm_rsh_agent="$HERE/netns_rsh.sh" OMPI_MCA_btl=self,vader,tcp
+                    OMPI_MCA_btl_tcp_if_include=veth0 OMPI_MCA_oob_tcp_if_include=veth0
+                    OMPI_MCA_mpi_yield_when_idle=1
+                    mpirun.openmpi --oversubscribe --allow-run-as-root --host "$hosts" -np "$n") ;;
+      ferrocoll) cmd=(env FERROCOLL_SOCKET_IFNAME=veth "$LIBDIR/ferrorun" --hosts "$hosts"
+                      --rsh "sh $HERE/netns_rsh.sh {host}") ;;
+    esac
+    cmd=(ip netns exec "$NS-0" unshare --uts "$HERE/netns_rsh.sh" --here "$NS-0" "${cmd[@]}")
+  elif [ "$TCP" = 1 ]; then
     case $lib in
       openmpi) cmd=(env OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo
                     mpirun.openmpi --oversubscribe --allow-run-as-root -np "$n") ;;
@@ -168,7 +189,8 @@ run_one() { # lib ranks round
   echo "date: $(date -Is)"
   echo "host: $(uname -srm), $NCORES cores, load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "libraries: $ACTIVE"
-  if [ "$TCP" = 1 ]; then echo "transport: tcp (loop-back)"; else echo "transport: shm"; fi
+  if [ "$VETH" = 1 ]; then echo "transport: tcp (veth, 2 hosts; shm inside a host)"
+  elif [ "$TCP" = 1 ]; then echo "transport: tcp (loop-back)"; else echo "transport: shm"; fi
   echo "ranks: $RANKS  rounds: $ROUNDS  ops: $OPS  timeout: ${TIMEOUT}s"
   echo "mpibench args: $BENCH_ARGS $EXTRA (MPICH at ranks > cores adds: $MPICH_OVERSUB_ARGS)"
   if [ -n "${BIN[ferrocoll]:-}" ]; then
@@ -189,6 +211,23 @@ run_one() { # lib ranks round
   fi
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt" >&2
+
+if [ "$VETH" = 1 ]; then
+  NS="fcb$$"
+  made_ns=()
+  drop_ns() { for ns in "${made_ns[@]}"; do ip netns del "$ns" 2>/dev/null; done; }
+  trap drop_ns EXIT
+  for h in 0 1; do
+    ip netns add "$NS-$h" || { log "cannot create network namespaces (need root)"; exit 1; }
+    made_ns+=("$NS-$h")
+    ip -n "$NS-$h" link set lo up
+  done
+  ip link add veth0 netns "$NS-0" type veth peer name veth0 netns "$NS-1"
+  for h in 0 1; do
+    ip -n "$NS-$h" addr add "10.78.0.$((h + 1))/24" dev veth0
+    ip -n "$NS-$h" link set veth0 up
+  done
+fi
 
 read -r -a active_arr <<<"$ACTIVE"
 nlib=${#active_arr[@]}

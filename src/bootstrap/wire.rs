@@ -50,7 +50,7 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
     let (me, size) = (launch.rank, launch.size);
     let deadline = Instant::now() + p.setup_timeout;
     let forced = p.transport == Transport::Tcp;
-    let (segment, local, tcp, hosts) = match launch.local_job.clone() {
+    let (segment, local, tcp, hosts, machine) = match launch.local_job.clone() {
         Some(job) => {
             // ferrorun on one host: every rank is here; the segment is named by the job.
             let seg = Segment::attach(&path_for(&job), me, size, p.ring_bytes, p.setup_timeout)?;
@@ -66,13 +66,14 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
             } else {
                 Vec::new()
             };
-            (seg, (0..size).collect::<Vec<_>>(), tcp, vec![0; size])
+            (seg, (0..size).collect::<Vec<_>>(), tcp, vec![0; size], size)
         }
         None => meet(&mut launch, forced, deadline)?,
     };
     let segment = Arc::new(segment);
     let mut engine = Engine::over_host(me, size, segment.clone(), &local, tcp)?;
     engine.set_hosts(hosts)?;
+    engine.set_machine_ranks(machine);
     Ok(Wired {
         engine,
         segment,
@@ -82,8 +83,15 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
 }
 
 /// A host's segment, the world ranks sharing it, TCP connections to the
-/// other ranks, and each world rank's host number.
-type Links = (Segment, Vec<usize>, Vec<(usize, Vec<TcpStream>)>, Vec<u32>);
+/// other ranks, each world rank's host number, and how many ranks share
+/// this machine's cores.
+type Links = (
+    Segment,
+    Vec<usize>,
+    Vec<(usize, Vec<TcpStream>)>,
+    Vec<u32>,
+    usize,
+);
 
 /// The general case: ranks exchange host identities and addresses, each
 /// host gets its segment, and ranks on different hosts (all, when forced)
@@ -165,7 +173,8 @@ fn meet(launch: &mut Launch, forced: bool, deadline: Instant) -> Result<Links> {
         &secret,
         deadline,
     )?;
-    Ok((segment, local, tcp, host::numbers(&hosts)))
+    let machine = host::same_machine(&hosts, me);
+    Ok((segment, local, tcp, host::numbers(&hosts), machine))
 }
 
 /// A listening socket on the chosen interface (loopback when `local` and
