@@ -13,47 +13,43 @@ use crate::transport::shm::slots::SLOT_DATA;
 /// Reduces every rank's data into `recv` on all ranks; `send == None` means
 /// in place (input in `recv`).
 pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reducer) -> Result<()> {
-    if red.commutative && !recv.is_empty() {
+    if c.size() == 1 || recv.is_empty() {
+        if let Some(s) = send {
+            copy(recv, s);
+        }
+        return Ok(());
+    }
+    if red.commutative {
         if let Some(l) = hier::Layout::of(c, "allreduce") {
             return hier::allreduce(c, &l, send, recv, red);
         }
     }
-    let streamed = c.size() > 1 && !recv.is_empty() && {
-        let bytes = recv.len();
-        select::allreduce(c, bytes, red.extent, red.commutative) == select::Allreduce::Stream
-    };
-    if streamed {
+    let choice = select::allreduce(c, recv.len(), red.extent, red.commutative);
+    if choice == select::Allreduce::Stream {
         return stream::allreduce(c, send, recv, red);
-    }
-    let ring = c.size() > 1
-        && recv.len() > SLOT_DATA
-        && select::allreduce(c, recv.len(), red.extent, red.commutative) == select::Allreduce::Ring;
-    if ring {
-        // The ring reads this rank's part straight from `send`: no copy.
-        let blocks = even_blocks(recv.len(), red.extent, c.size());
-        reduce_scatter::ring(c, send, recv, &blocks, red)?;
-        return allgather::ring_in_place(c, recv, &blocks);
-    }
-    if let Some(s) = send {
-        copy(recv, s);
-    }
-    if c.size() == 1 || recv.is_empty() {
-        return Ok(());
     }
     let (fits, cheap) = (
         recv.len() <= SLOT_DATA,
         recv.len() * c.size() <= slots::READ_LIMIT,
     );
-    if select::slots(c, "allreduce", fits, cheap) {
+    let slotted = select::slots(c, "allreduce", fits, cheap);
+    // The ring reads this rank's part straight from `send`; the others
+    // work in `recv`.
+    if slotted || choice != select::Allreduce::Ring {
+        if let Some(s) = send {
+            copy(recv, s);
+        }
+    }
+    if slotted {
         return slots::allreduce(c, recv, red);
     }
-    match select::allreduce(c, recv.len(), red.extent, red.commutative) {
+    match choice {
         select::Allreduce::RecursiveDoubling | select::Allreduce::Stream => {
             recursive_doubling(c, recv, red)
         }
         select::Allreduce::Ring => {
             let blocks = even_blocks(recv.len(), red.extent, c.size());
-            reduce_scatter::ring(c, None, recv, &blocks, red)?;
+            reduce_scatter::ring(c, send, recv, &blocks, red)?;
             allgather::ring_in_place(c, recv, &blocks)
         }
         select::Allreduce::ReduceBcast => {

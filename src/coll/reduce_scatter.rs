@@ -3,7 +3,7 @@
 
 use super::{gather, reduce, select, slots, split_blocks, stream, Ctx, Reducer};
 use crate::copy::copy;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
 /// Bytes folded at a time as they arrive: the incoming piece is still in
@@ -30,7 +30,7 @@ pub fn ring(
     let longest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
     if let Some(inp) = input {
         if inp.len() < data.len() {
-            return Err(crate::error::Error::InvalidArg(
+            return Err(Error::InvalidArg(
                 "reduce-scatter input shorter than its output".into(),
             ));
         }

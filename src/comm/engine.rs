@@ -190,6 +190,8 @@ pub struct Engine {
     cancel: Option<Arc<AtomicBool>>,
     /// Each world rank's host, numbered from 0 in order of first rank.
     hosts: Vec<u32>,
+    /// Whether `hosts` names more than one host (asked on every call).
+    multi_host: bool,
 }
 
 /// Unexpected-message buffers kept for reuse: sizes and count.
@@ -353,6 +355,7 @@ impl Engine {
             tcp: None,
             cancel: None,
             hosts: vec![0; n],
+            multi_host: false,
         }
     }
 
@@ -372,6 +375,7 @@ impl Engine {
                 self.links.len()
             )));
         }
+        self.multi_host = hosts.iter().any(|&h| h != hosts[0]);
         self.hosts = hosts;
         Ok(())
     }
@@ -383,7 +387,7 @@ impl Engine {
 
     /// Whether the world spans more than one host.
     pub fn multi_host(&self) -> bool {
-        self.hosts.iter().any(|&h| h != 0)
+        self.multi_host
     }
 
     /// This engine's world rank.
@@ -1271,6 +1275,23 @@ impl Engine {
     }
 }
 
+/// A collective's receive must be filled exactly: a shorter or longer
+/// message means the ranks passed mismatched arguments.
+fn exact_fill(st: &Status, want: usize, op: &str) -> Result<()> {
+    if st.error.is_none() && st.bytes == want {
+        return Ok(());
+    }
+    let got = match st.error {
+        Some(Error::Truncated { got, .. }) => got,
+        _ => st.bytes,
+    };
+    Err(Error::InvalidArg(format!(
+        "{op}: world rank {} sent {got} bytes where {want} were expected \
+         (ranks passed different counts or datatypes)",
+        st.source
+    )))
+}
+
 fn recv_status(src: usize, f: &Frame, cap: usize) -> Status {
     let len = f.len as usize;
     Status {
@@ -1342,17 +1363,7 @@ impl Engine {
             self.wait(s, op)?;
         }
         let st = self.take(rid);
-        if st.error.is_some() || st.bytes != len {
-            let got = match st.error {
-                Some(Error::Truncated { got, .. }) => got,
-                _ => st.bytes,
-            };
-            return Err(Error::InvalidArg(format!(
-                "{op}: world rank {src} sent {got} bytes where {len} were expected \
-                 (ranks passed different counts or datatypes)"
-            )));
-        }
-        Ok(())
+        exact_fill(&st, len, op)
     }
 
     /// Sends and receives a set of messages on context `ctx` with one tag,
@@ -1394,18 +1405,7 @@ impl Engine {
         for (i, &id) in ids.iter().enumerate() {
             let st = self.take(id);
             if i < nrecv && bad.is_none() {
-                let want = recvs[i].1.len();
-                if st.error.is_some() || st.bytes != want {
-                    let got = match st.error {
-                        Some(Error::Truncated { got, .. }) => got,
-                        _ => st.bytes,
-                    };
-                    bad = Some(Error::InvalidArg(format!(
-                        "{op}: world rank {} sent {got} bytes where {want} were expected \
-                         (ranks passed different counts or datatypes)",
-                        st.source
-                    )));
-                }
+                bad = exact_fill(&st, recvs[i].1.len(), op).err();
             }
         }
         match bad {
