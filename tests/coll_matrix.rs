@@ -724,3 +724,54 @@ fn head_to_head_large_sends_and_eager_only() {
         }
     });
 }
+
+/// One communicator runs a long mix of small (slot) and streamed calls of
+/// every length, rooted and not, so that streamed calls start after small
+/// ones at every offset of the slot area, span several windows of slots,
+/// and ranks run ahead of each other across calls.
+#[test]
+fn slot_calls_mixed_small_and_streamed() {
+    // i32 counts: one slot, two chunks, and about 40 chunks (several windows).
+    let sizes = [1usize, 9, 5_000, 20_000, 600_001];
+    for n in [2, 3, 4] {
+        world(n, &[], |r, eng, comm| {
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            for step in 0..60 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let count = sizes[(x % sizes.len() as u64) as usize];
+                let root = (x >> 8) as usize % n;
+                let what = format!("n={n} step={step} count={count} root={root}");
+                match (x >> 16) % 3 {
+                    0 => {
+                        let send = data(r, count);
+                        let mut recv = vec![0u8; send.len()];
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::allreduce::allreduce(c, Some(&send), &mut recv, &SUM).unwrap();
+                        assert!(recv == sum_ref(n, count), "allreduce {what}");
+                    }
+                    1 => {
+                        let mut buf = if r == root {
+                            data(root, count)
+                        } else {
+                            vec![0u8; count * 4]
+                        };
+                        coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut buf, root).unwrap();
+                        assert!(buf == data(root, count), "bcast {what}");
+                    }
+                    _ => {
+                        let send = data(r, count);
+                        let mut recv = vec![0u8; send.len()];
+                        let out = (r == root).then_some(&mut recv[..]);
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::reduce::reduce(c, Some(&send), out, root, &SUM).unwrap();
+                        if r == root {
+                            assert!(recv == sum_ref(n, count), "reduce {what}");
+                        }
+                    }
+                }
+            }
+        });
+    }
+}

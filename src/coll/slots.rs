@@ -7,9 +7,13 @@
 //! writer may reuse a slot only when every reader of that slot's previous
 //! call (`f - DEPTH`) has finished, which each rank announces by storing
 //! `f` in its `done` word. If this rank read every peer's slot in call
-//! `f - 1`, every peer had already finished `f - 2` before writing those,
-//! so no check is needed. Call numbers only grow, also across the communicators that
-//! use an area in turn (see `SlotState::base`), so nothing is ever reset.
+//! `f - 1`, every peer had already finished a call less than `DEPTH`
+//! before it (`f - 2` for a small call; a streamed call lags by at most
+//! eight chunks and one jump between windows of slots, see `reserve`), so
+//! no check is needed. Call numbers only grow, also across the
+//! communicators that use an area in turn (see `SlotState::base`), so
+//! nothing is ever reset; a streamed call may skip numbers, which nobody
+//! publishes or waits for.
 //! `big` says the part did not fit and travels as a message instead
 //! (only where the receiver cannot know the size in advance).
 
@@ -30,6 +34,8 @@ pub(super) struct Call {
     seg: Arc<Segment>,
     area: usize,
     f: u64,
+    /// Window index of `f` in a streamed call's reservation (see `reserve`).
+    j0: u64,
     /// Whether readers of this slot's previous call must be waited for.
     check: bool,
 }
@@ -58,18 +64,58 @@ fn begin(c: &mut Ctx) -> Result<Call> {
         seg,
         area: s.area,
         f: s.calls,
+        j0: 0,
         check: !s.read_all,
     };
     c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
     Ok(call)
 }
 
-/// Reserves `count` consecutive call numbers for a streamed collective
-/// (`coll::stream`); `Call::nth` gives each. Every member must reserve alike.
+/// Slots a streamed collective cycles through: slots `0..WINDOW`. Small
+/// calls use all `DEPTH` slots, so that ranks sharing a core run far ahead
+/// of each other; streamed calls stay within the window, one after the
+/// other as if the area were `WINDOW` deep, so the slot memory they cycle
+/// through (1 MiB per rank) stays in cache. Spread over the whole depth,
+/// 2-rank calls of 8 MiB took 10-40% longer (allreduce 1.93 against
+/// 1.73 ms, bcast 546 against 455 us).
+pub(super) const WINDOW: u64 = 16;
+
+/// Call number of the `j`-th number in the windows.
+fn window_number(j: u64) -> u64 {
+    j / WINDOW * DEPTH as u64 + j % WINDOW
+}
+
+/// The first window index whose call number is at least `f`.
+fn window_index_from(f: u64) -> u64 {
+    let (q, r) = (f / DEPTH as u64, f % DEPTH as u64);
+    if r < WINDOW {
+        q * WINDOW + r
+    } else {
+        (q + 1) * WINDOW
+    }
+}
+
+/// Reserves window numbers for a streamed collective of `count` calls
+/// (`coll::stream`); `Call::nth` gives each. Every member must reserve
+/// alike. Numbers outside the windows that a streamed call passes over
+/// are never used: nobody publishes or waits for them. Reuse of a slot is
+/// still checked against the call one `DEPTH` before, which is a window
+/// number at most the last call before this one (so every peer reaches
+/// it) or an earlier chunk of this call.
 pub(super) fn reserve(c: &mut Ctx, count: u64) -> Result<Call> {
-    let first = begin(c)?;
+    let j = match c.comm.slots.as_mut() {
+        Some(s) => {
+            let j = s.stream_next.max(window_index_from(s.calls + 1));
+            s.calls = window_number(j) - 1;
+            j
+        }
+        None => 0,
+    };
+    let mut first = begin(c)?;
+    first.j0 = j;
     if let Some(s) = c.comm.slots.as_mut() {
-        s.calls += count.saturating_sub(1);
+        s.calls = window_number(j + count.saturating_sub(1));
+        s.stream_next = j + count;
         c.eng.slot_epoch = c.eng.slot_epoch.max(s.calls);
     }
     Ok(first)
@@ -82,7 +128,8 @@ impl Call {
         Call {
             seg: self.seg.clone(),
             area: self.area,
-            f: self.f + i,
+            f: window_number(self.j0 + i),
+            j0: 0,
             check: true,
         }
     }

@@ -13,17 +13,19 @@
 //! that share a core do a stretch of work per wake-up instead of switching
 //! at every chunk.
 
-use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call};
+use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, WINDOW};
 use super::{even_blocks, Ctx, Reducer};
 use crate::copy::{copy, copy_uncached};
 use crate::error::{Error, Result};
-use crate::transport::shm::slots::{DEPTH, SLOT_DATA};
+use crate::transport::shm::slots::SLOT_DATA;
 
-/// Chunks whose input a rank publishes before it folds the first of them.
-/// Allreduce uses two calls per chunk; with `DEPTH / 4` chunks ahead a
-/// slot is rewritten only once every peer has moved past it (no wait in
-/// the steady state).
-const AHEAD: usize = DEPTH / 4;
+/// Chunks whose input a rank publishes before it folds the first of them
+/// (256 KiB: further ahead, the published chunks leave the 512 KiB L2
+/// before they are read). Allreduce uses two calls per chunk; with at most
+/// `WINDOW / 4` chunks ahead a slot is rewritten only once every peer has
+/// moved past it (no wait in the steady state).
+const AHEAD: usize = 4;
+const _: () = assert!(AHEAD as u64 <= WINDOW / 4);
 
 /// From this many bytes a result goes to memory with uncached stores
 /// (`copy_uncached`): it no longer fits the caches anyway.
@@ -243,11 +245,13 @@ pub fn reduce(
     Ok(())
 }
 
-/// Chunks a rank publishes ahead in the one-call-per-chunk collectives: a
-/// rank that folds chunk k has seen every peer's chunk k - 1, published
-/// after they finished chunk k - 2 - ahead, so with this depth a slot is
-/// rewritten only once its readers are done.
-const AHEAD_ONE: usize = DEPTH / 2 - 1;
+/// Chunks a rank publishes ahead in the one-call-per-chunk collectives
+/// (448 KiB, within L2): a rank that folds chunk k has seen every peer's
+/// chunk k - 1, published after they finished chunk k - 2 - ahead, so with
+/// at most `WINDOW / 2 - 1` a slot is rewritten only once its readers are
+/// done.
+const AHEAD_ONE: usize = 7;
+const _: () = assert!((AHEAD_ONE as u64) < WINDOW / 2);
 
 /// Reduce-scatter of `send` (or, in place, `recv`; the vector is
 /// `blocks` laid out in rank order) leaving block `rank` at the start of
