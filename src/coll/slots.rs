@@ -34,8 +34,6 @@ pub(super) struct Call {
     seg: Arc<Segment>,
     area: usize,
     f: u64,
-    /// Window index of `f` in a streamed call's reservation (see `reserve`).
-    j0: u64,
     /// Whether readers of this slot's previous call must be waited for.
     check: bool,
 }
@@ -64,7 +62,6 @@ fn begin(c: &mut Ctx) -> Result<Call> {
         seg,
         area: s.area,
         f: s.calls,
-        j0: 0,
         check: !s.read_all,
     };
     c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
@@ -111,8 +108,7 @@ pub(super) fn reserve(c: &mut Ctx, count: u64) -> Result<Call> {
         }
         None => 0,
     };
-    let mut first = begin(c)?;
-    first.j0 = j;
+    let first = begin(c)?;
     if let Some(s) = c.comm.slots.as_mut() {
         s.calls = window_number(j + count.saturating_sub(1));
         s.stream_next = j + count;
@@ -122,14 +118,14 @@ pub(super) fn reserve(c: &mut Ctx, count: u64) -> Result<Call> {
 }
 
 impl Call {
-    /// The `i`-th call of a reservation starting at `self`; a streamed
-    /// collective always checks reuse (cheap while `safe` is recent).
+    /// The `i`-th call of a reservation starting at `self` (a window
+    /// number, see `reserve`); a streamed collective always checks reuse
+    /// (cheap while `safe` is recent).
     pub(super) fn nth(&self, i: u64) -> Call {
         Call {
             seg: self.seg.clone(),
             area: self.area,
-            f: window_number(self.j0 + i),
-            j0: 0,
+            f: window_number(window_index_from(self.f) + i),
             check: true,
         }
     }
