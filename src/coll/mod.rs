@@ -239,13 +239,13 @@ pub fn even_blocks(total: usize, extent: usize, n: usize) -> Vec<(usize, usize)>
         .collect()
 }
 
-/// Disjoint mutable slices of `buf` for `blocks` (offset, length), in the
-/// order given. Fails if two non-empty blocks overlap or one runs past the
-/// end of `buf`.
-pub fn split_blocks<'b>(
-    mut buf: &'b mut [u8],
+/// Visits the non-empty `blocks` (offset, length) of a buffer of `len`
+/// bytes in offset order, failing if two overlap or one runs past the end.
+fn in_offset_order(
+    len: usize,
     blocks: &[(usize, usize)],
-) -> Result<Vec<&'b mut [u8]>> {
+    mut visit: impl FnMut(usize),
+) -> Result<()> {
     // Usually the blocks come in offset order already; sort only if not.
     let in_order = blocks
         .iter()
@@ -259,39 +259,74 @@ pub fn split_blocks<'b>(
         o.sort_by_key(|&i| blocks[i].0);
         o
     };
-    let mut out: Vec<&'b mut [u8]> = (0..blocks.len()).map(|_| Default::default()).collect();
     let mut pos = 0;
     let sorted = (0..blocks.len()).filter(|&i| in_order && blocks[i].1 > 0);
     for i in sorted.chain(order) {
-        let (off, len) = blocks[i];
-        if off < pos || off + len > pos + buf.len() {
+        let (off, n) = blocks[i];
+        if off < pos || off.checked_add(n).is_none_or(|end| end > len) {
             return Err(Error::InvalidArg(format!(
-                "block {i} (displacement {off}, {len} bytes) overlaps another block or \
+                "block {i} (displacement {off}, {n} bytes) overlaps another block or \
                  lies outside the buffer"
             )));
         }
-        let rest = std::mem::take(&mut buf);
-        let (_, rest) = rest.split_at_mut(off - pos);
-        let (blk, rest) = rest.split_at_mut(len);
-        out[i] = blk;
-        buf = rest;
-        pos = off + len;
+        visit(i);
+        pos = off + n;
     }
+    Ok(())
+}
+
+/// Checks that the receive `blocks` of a buffer of `len` bytes are
+/// disjoint and inside it, so that `block_mut` cannot fail on them.
+pub fn check_recv_blocks(len: usize, blocks: &[(usize, usize)]) -> Result<()> {
+    in_offset_order(len, blocks, |_| {})
+}
+
+/// Disjoint mutable slices of `buf` for `blocks` (offset, length), in the
+/// order given. Fails if two non-empty blocks overlap or one runs past the
+/// end of `buf`.
+pub fn split_blocks<'b>(buf: &'b mut [u8], blocks: &[(usize, usize)]) -> Result<Vec<&'b mut [u8]>> {
+    let mut out: Vec<&'b mut [u8]> = (0..blocks.len()).map(|_| Default::default()).collect();
+    let (mut rest, mut pos) = (buf, 0);
+    in_offset_order(rest.len(), blocks, |i| {
+        let (off, len) = blocks[i];
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(off - pos);
+        let (blk, tail) = tail.split_at_mut(len);
+        out[i] = blk;
+        rest = tail;
+        pos = off + len;
+    })?;
     Ok(out)
 }
 
 /// The blocks (offset, length) of a send buffer as slices, failing if one
 /// lies outside it.
 pub fn send_blocks<'b>(buf: &'b [u8], blocks: &[(usize, usize)]) -> Result<Vec<&'b [u8]>> {
-    blocks
+    check_send_blocks(buf.len(), blocks)?;
+    Ok(blocks.iter().map(|&b| block(buf, b)).collect())
+}
+
+/// Checks that every send block lies inside a buffer of `len` bytes, so
+/// that `block` cannot fail on them.
+pub fn check_send_blocks(len: usize, blocks: &[(usize, usize)]) -> Result<()> {
+    match blocks
         .iter()
-        .enumerate()
-        .map(|(p, &(o, l))| {
-            buf.get(o..o + l).ok_or_else(|| {
-                Error::InvalidArg(format!("send block {p} lies outside the send buffer"))
-            })
-        })
-        .collect()
+        .position(|&(o, l)| o.checked_add(l).is_none_or(|end| end > len))
+    {
+        Some(p) => Err(Error::InvalidArg(format!(
+            "send block {p} lies outside the send buffer"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Block (offset, length) of a buffer whose blocks were checked.
+pub fn block(buf: &[u8], (off, len): (usize, usize)) -> &[u8] {
+    &buf[off..off + len]
+}
+
+/// Block (offset, length) of a buffer whose blocks were checked.
+pub fn block_mut(buf: &mut [u8], (off, len): (usize, usize)) -> &mut [u8] {
+    &mut buf[off..off + len]
 }
 
 /// Copies a rank's own part into its block, failing on a size mismatch

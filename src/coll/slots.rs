@@ -17,7 +17,9 @@
 //! `big` says the part did not fit and travels as a message instead
 //! (only where the receiver cannot know the size in advance).
 
-use super::{copy_own, send_blocks, split_blocks, Ctx, Reducer};
+use super::{
+    block, block_mut, check_recv_blocks, check_send_blocks, copy_own, split_blocks, Ctx, Reducer,
+};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::{Area, DEPTH, SLOT_DATA};
@@ -353,21 +355,22 @@ pub fn allgatherv(
     recv: &mut [u8],
     blocks: &[(usize, usize)],
 ) -> Result<()> {
-    let mut parts = split_blocks(recv, blocks)?;
+    check_recv_blocks(recv.len(), blocks)?;
     let me = c.rank();
     if let Some(s) = send {
-        copy_own(parts[me], s)?;
+        copy_own(block_mut(recv, blocks[me]), s)?;
     }
     let call = begin(c)?;
-    let own: &[u8] = parts[me];
+    let own = block(recv, blocks[me]);
     publish(c, &call, own.len(), false, |d| {
         copy(d, own);
         Ok(())
     })?;
     for p in (0..c.size()).filter(|&p| p != me) {
         wait_flag(c, &call, p)?;
-        let len = parts[p].len();
-        copy(parts[p], part(c, &call, p, 0, len));
+        let dst = block_mut(recv, blocks[p]);
+        let len = dst.len();
+        copy(dst, part(c, &call, p, 0, len));
     }
     finish(c, call, true);
     Ok(())
@@ -383,19 +386,34 @@ fn get_u64(s: &[u8], at: usize) -> usize {
 
 /// Bytes of a slot holding a table of (offset, length) per rank, then the
 /// blocks.
-fn table_bytes(blocks: &[&[u8]]) -> usize {
-    16 * blocks.len() + blocks.iter().map(|b| b.len()).sum::<usize>()
+fn table_bytes(blocks: &[(usize, usize)]) -> usize {
+    16 * blocks.len() + blocks.iter().map(|b| b.1).sum::<usize>()
 }
 
-/// Writes the table and the blocks into a slot of `table_bytes(blocks)`.
-fn write_table(d: &mut [u8], blocks: &[&[u8]]) {
+/// Writes the table and the (checked) `blocks` of `send` into a slot of
+/// `table_bytes(blocks)`.
+fn write_table(d: &mut [u8], send: &[u8], blocks: &[(usize, usize)]) {
     let mut off = 16 * blocks.len();
-    for (p, b) in blocks.iter().enumerate() {
+    for (p, &b) in blocks.iter().enumerate() {
         put_u64(d, 16 * p, off);
-        put_u64(d, 16 * p + 8, b.len());
-        copy(&mut d[off..off + b.len()], b);
-        off += b.len();
+        put_u64(d, 16 * p + 8, b.1);
+        copy(&mut d[off..off + b.1], block(send, b));
+        off += b.1;
     }
+}
+
+/// The blocks of `buf` listed in `which`, as disjoint slices for messages
+/// (the parts too large for a slot).
+fn message_parts<'b>(
+    buf: &'b mut [u8],
+    blocks: &[(usize, usize)],
+    which: &[usize],
+) -> Result<Vec<(usize, &'b mut [u8])>> {
+    Ok(split_blocks(buf, blocks)?
+        .into_iter()
+        .enumerate()
+        .filter(|(p, _)| which.contains(p))
+        .collect())
 }
 
 fn mismatch(p: usize, got: usize, want: usize) -> Error {
@@ -432,20 +450,18 @@ pub fn gatherv(
     }
     let recv =
         recv.ok_or_else(|| Error::InvalidArg("gather root without a receive buffer".into()))?;
-    let mut parts = split_blocks(recv, blocks)?;
+    check_recv_blocks(recv.len(), blocks)?;
     if let Some(s) = send {
-        copy_own(parts[root], s)?;
+        copy_own(block_mut(recv, blocks[root]), s)?;
     }
     let call = begin(c)?;
-    let mut msgs: Vec<(usize, &mut [u8])> = Vec::new();
-    for (p, dst) in parts.into_iter().enumerate() {
-        if p == root {
-            continue;
-        }
+    let mut big = Vec::new();
+    for p in (0..c.size()).filter(|&p| p != root) {
         if wait_flag(c, &call, p)? {
-            msgs.push((p, dst));
+            big.push(p);
             continue;
         }
+        let dst = block_mut(recv, blocks[p]);
         let len = get_u64(part(c, &call, p, 0, 8), 0);
         if len != dst.len() {
             finish(c, call, true);
@@ -454,8 +470,8 @@ pub fn gatherv(
         copy(dst, part(c, &call, p, 8, len));
     }
     finish(c, call, true);
-    if !msgs.is_empty() {
-        c.xfer(0, &[], &mut msgs)?;
+    if !big.is_empty() {
+        c.xfer(0, &[], &mut message_parts(recv, blocks, &big)?)?;
     }
     Ok(())
 }
@@ -490,23 +506,23 @@ pub fn scatterv(
     }
     let send =
         send.ok_or_else(|| Error::InvalidArg("scatter root without a send buffer".into()))?;
-    let parts = send_blocks(send, blocks)?;
+    check_send_blocks(send.len(), blocks)?;
     if let Some(d) = recv {
-        copy_own(d, parts[root])?;
+        copy_own(d, block(send, blocks[root]))?;
     }
-    let total = table_bytes(&parts);
+    let total = table_bytes(blocks);
     let call = begin(c)?;
     if total > SLOT_DATA {
         publish(c, &call, 0, true, |_| Ok(()))?;
         let sends: Vec<(usize, &[u8])> = (0..n)
             .filter(|&p| p != root)
-            .map(|p| (p, parts[p]))
+            .map(|p| (p, block(send, blocks[p])))
             .collect();
         finish(c, call, false);
         return c.xfer(0, &sends, &mut []);
     }
     publish_quiet(c, &call, total, false, |d| {
-        write_table(d, &parts);
+        write_table(d, send, blocks);
         Ok(())
     })?;
     finish(c, call, false);
@@ -524,26 +540,24 @@ pub fn alltoallv(
     rblocks: &[(usize, usize)],
 ) -> Result<()> {
     let (n, me) = (c.size(), c.rank());
-    let outs = send_blocks(send, sblocks)?;
-    let mut parts = split_blocks(recv, rblocks)?;
-    copy_own(parts[me], outs[me])?;
-    let total = table_bytes(&outs);
+    check_send_blocks(send.len(), sblocks)?;
+    check_recv_blocks(recv.len(), rblocks)?;
+    copy_own(block_mut(recv, rblocks[me]), block(send, sblocks[me]))?;
+    let total = table_bytes(sblocks);
     let big = total > SLOT_DATA;
     let call = begin(c)?;
     publish(c, &call, if big { 0 } else { total }, big, |d| {
-        write_table(d, &outs);
+        write_table(d, send, sblocks);
         Ok(())
     })?;
-    let mut msgs: Vec<(usize, &mut [u8])> = Vec::new();
+    let mut from_msgs = Vec::new();
     let mut bad = None;
-    for (p, dst) in parts.into_iter().enumerate() {
-        if p == me {
-            continue;
-        }
+    for p in (0..n).filter(|&p| p != me) {
         if wait_flag(c, &call, p)? {
-            msgs.push((p, dst));
+            from_msgs.push(p);
             continue;
         }
+        let dst = block_mut(recv, rblocks[p]);
         let entry = part(c, &call, p, 16 * me, 16);
         let (off, len) = (get_u64(entry, 0), get_u64(entry, 8));
         if len == dst.len() {
@@ -554,11 +568,15 @@ pub fn alltoallv(
     }
     finish(c, call, true);
     let sends: Vec<(usize, &[u8])> = if big {
-        (0..n).filter(|&p| p != me).map(|p| (p, outs[p])).collect()
+        (0..n)
+            .filter(|&p| p != me)
+            .map(|p| (p, block(send, sblocks[p])))
+            .collect()
     } else {
         Vec::new()
     };
-    if !sends.is_empty() || !msgs.is_empty() {
+    if !sends.is_empty() || !from_msgs.is_empty() {
+        let mut msgs = message_parts(recv, rblocks, &from_msgs)?;
         c.xfer(0, &sends, &mut msgs)?;
     }
     bad.map_or(Ok(()), Err)

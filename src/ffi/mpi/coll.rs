@@ -83,42 +83,82 @@ impl Layout<'_> {
     }
 }
 
-/// Byte blocks of a layout, relative to the lowest displacement (which
-/// may be negative): (start offset from the buffer pointer, span, blocks).
-fn v_blocks(layout: Layout, t: &TypeInfo) -> MpiResult<VBlocks> {
-    let n = layout.len();
-    let block = |p: usize| -> MpiResult<(isize, usize)> {
+/// A per-rank list that lives on the stack for communicators of up to
+/// `INLINE` ranks: the small collectives build one or two per call, and a
+/// heap allocation and free cost about as much as the call itself.
+struct Scratch<T> {
+    inline: [T; INLINE],
+    heap: Vec<T>,
+}
+
+const INLINE: usize = 16;
+
+impl<T: Copy + Default> Scratch<T> {
+    fn new() -> Self {
+        Scratch {
+            inline: [T::default(); INLINE],
+            heap: Vec::new(),
+        }
+    }
+
+    /// `n` entries, each `T::default()`.
+    fn take(&mut self, n: usize) -> &mut [T] {
+        if n <= INLINE {
+            &mut self.inline[..n]
+        } else {
+            self.heap.resize(n, T::default());
+            &mut self.heap
+        }
+    }
+}
+
+/// Writes the byte blocks of a layout into `out` (one per rank), relative
+/// to the lowest displacement (which may be negative); returns (start
+/// offset from the buffer pointer, span).
+fn v_blocks(layout: Layout, t: &TypeInfo, out: &mut [(usize, usize)]) -> MpiResult<(isize, usize)> {
+    if let Layout::Uniform { count, .. } = layout {
+        // Back to back from the pointer: no displacement to check.
+        let len = t.bytes(count)?;
+        let span = len
+            .checked_mul(out.len())
+            .filter(|&s| isize::try_from(s).is_ok())
+            .ok_or_else(|| {
+                MpiErr::new(
+                    MPI_ERR_COUNT,
+                    format!(
+                        "{} blocks of count {count} overflow the address space",
+                        out.len()
+                    ),
+                )
+            })?;
+        for (p, b) in out.iter_mut().enumerate() {
+            *b = (p * len, len);
+        }
+        return Ok((0, span));
+    }
+    let mut offs = Scratch::<isize>::new();
+    let offs = offs.take(out.len());
+    let (mut base, mut end) = (0isize, 0isize);
+    for (p, (o, b)) in offs.iter_mut().zip(out.iter_mut()).enumerate() {
         let (c, d) = layout.at(p);
         let len = t.bytes(c)?;
-        let off = isize::try_from(d)
+        *o = isize::try_from(d)
             .ok()
             .and_then(|d| d.checked_mul(t.extent as isize))
             .ok_or_else(|| MpiErr::new(MPI_ERR_ARG, format!("displacement {d} overflows")))?;
-        Ok((off, len))
-    };
-    let (mut base, mut end) = (0isize, 0isize);
-    for p in 0..n {
-        let (o, l) = block(p)?;
-        if l > 0 {
-            base = base.min(o);
-            end = end.max(o + l as isize);
+        *b = (0, len);
+        if len > 0 {
+            base = base.min(*o);
+            end = end.max(*o + len as isize);
         }
     }
-    let blocks = (0..n)
-        .map(|p| {
-            let (o, l) = block(p)?;
-            Ok(if l == 0 {
-                (0, 0)
-            } else {
-                ((o - base) as usize, l)
-            })
-        })
-        .collect::<MpiResult<Vec<_>>>()?;
-    Ok((base, (end - base) as usize, blocks))
+    for (o, b) in offs.iter().zip(out.iter_mut()) {
+        if b.1 > 0 {
+            b.0 = (o - base) as usize;
+        }
+    }
+    Ok((base, (end - base) as usize))
 }
-
-/// (start offset from the buffer pointer, span in bytes, blocks).
-type VBlocks = (isize, usize, Vec<(usize, usize)>);
 
 /// A view of `len` bytes starting `base` bytes from `p`.
 fn at(p: *const c_void, base: isize) -> *mut c_void {
@@ -425,10 +465,11 @@ fn reduce_scatter_body(
 ) -> MpiResult<()> {
     let (me, _) = rt.size_of(comm)?;
     let red = rt.red(op, datatype)?;
-    let lens = counts
-        .iter()
-        .map(|&c| red.t.bytes(c))
-        .collect::<MpiResult<Vec<_>>>()?;
+    let mut lens = Scratch::new();
+    let lens = lens.take(counts.len());
+    for (l, &c) in lens.iter_mut().zip(counts) {
+        *l = red.t.bytes(c)?;
+    }
     let total: usize = lens.iter().sum();
     let in_place = is_in_place(sendbuf);
     let rlen = if in_place { total } else { lens[me] };
@@ -447,7 +488,7 @@ fn reduce_scatter_body(
                 ctx!(eng, c, name),
                 send,
                 recv,
-                &lens,
+                lens,
                 r,
             )?)
         })
@@ -480,12 +521,15 @@ pub extern "C" fn PMPI_Reduce_scatter_block(
     call("MPI_Reduce_scatter_block", comm, |rt| {
         let (_, n) = rt.size_of(comm)?;
         count_of(recvcount)?;
+        let mut counts = Scratch::new();
+        let counts = counts.take(n);
+        counts.fill(recvcount);
         reduce_scatter_body(
             rt,
             "MPI_Reduce_scatter_block",
             sendbuf,
             recvbuf,
-            &vec![recvcount; n],
+            counts,
             datatype,
             op,
             comm,
@@ -563,7 +607,9 @@ fn gather_body(
         });
     }
     let rt_info = rt.type_info(recvtype)?;
-    let (base, span, blocks) = v_blocks(layout, &rt_info)?;
+    let mut blocks = Scratch::new();
+    let blocks = blocks.take(layout.len());
+    let (base, span) = v_blocks(layout, &rt_info, blocks)?;
     check_buf(recvbuf, span, "recvbuf")?;
     if !in_place {
         check_disjoint(sendbuf, sbytes, at(recvbuf, base), span)?;
@@ -576,7 +622,7 @@ fn gather_body(
             ctx!(eng, c, name),
             send,
             Some(recv),
-            &blocks,
+            blocks,
             root,
         )?)
     })
@@ -726,7 +772,9 @@ fn scatter_body(
         });
     }
     let st = rt.type_info(sendtype)?;
-    let (base, span, blocks) = v_blocks(layout, &st)?;
+    let mut blocks = Scratch::new();
+    let blocks = blocks.take(layout.len());
+    let (base, span) = v_blocks(layout, &st, blocks)?;
     check_buf(sendbuf, span, "sendbuf")?;
     if !in_place {
         check_disjoint(at(sendbuf, base), span, recvbuf, rbytes)?;
@@ -740,7 +788,7 @@ fn scatter_body(
         Ok(coll::gather::scatterv(
             ctx!(eng, c, name),
             Some(send),
-            &blocks,
+            blocks,
             recv,
             root,
         )?)
@@ -880,7 +928,9 @@ fn allgather_body(
         rt.type_info(sendtype)?.bytes(sendcount)?
     };
     let rinfo = rt.type_info(recvtype)?;
-    let (base, span, blocks) = v_blocks(layout, &rinfo)?;
+    let mut blocks = Scratch::new();
+    let blocks = blocks.take(layout.len());
+    let (base, span) = v_blocks(layout, &rinfo, blocks)?;
     check_buf(recvbuf, span, "recvbuf")?;
     if !in_place {
         check_buf(sendbuf, sbytes, "sendbuf")?;
@@ -895,7 +945,7 @@ fn allgather_body(
             ctx!(eng, c, name),
             send,
             recv,
-            &blocks,
+            blocks,
         )?)
     })
 }
@@ -1012,7 +1062,9 @@ fn alltoall_body(
     rt.comm(comm)?;
     let in_place = is_in_place(sendbuf);
     let rinfo = rt.type_info(recvtype)?;
-    let (rbase, rspan, rblocks) = v_blocks(rlayout, &rinfo)?;
+    let mut rblocks = Scratch::new();
+    let rblocks = rblocks.take(rlayout.len());
+    let (rbase, rspan) = v_blocks(rlayout, &rinfo, rblocks)?;
     check_buf(recvbuf, rspan, "recvbuf")?;
     // SAFETY: the receive buffer covers every block and was checked non-null.
     let recv = unsafe { ptr::bytes_mut(at(recvbuf, rbase), rspan) };
@@ -1023,14 +1075,16 @@ fn alltoall_body(
             Ok(coll::alltoall::alltoallv(
                 ctx!(eng, c, name),
                 &send,
-                &rblocks,
+                rblocks,
                 recv,
-                &rblocks,
+                rblocks,
             )?)
         });
     }
     let sinfo = rt.type_info(sendtype)?;
-    let (sbase, sspan, sblocks) = v_blocks(slayout, &sinfo)?;
+    let mut sblocks = Scratch::new();
+    let sblocks = sblocks.take(slayout.len());
+    let (sbase, sspan) = v_blocks(slayout, &sinfo, sblocks)?;
     check_buf(sendbuf, sspan, "sendbuf")?;
     check_disjoint(at(sendbuf, sbase), sspan, at(recvbuf, rbase), rspan)?;
     // SAFETY: the send buffer covers every block, checked non-null, disjoint.
@@ -1039,9 +1093,9 @@ fn alltoall_body(
         Ok(coll::alltoall::alltoallv(
             ctx!(eng, c, name),
             send,
-            &sblocks,
+            sblocks,
             recv,
-            &rblocks,
+            rblocks,
         )?)
     })
 }

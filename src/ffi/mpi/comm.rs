@@ -3,7 +3,7 @@
 use super::consts::*;
 use super::errors::{MpiErr, MpiResult};
 use super::ptr;
-use super::state::{call, CommEntry, Runtime};
+use super::state::{bad_comm, call, CommEntry, Runtime};
 use crate::comm::Comm;
 use std::os::raw::{c_char, c_int};
 
@@ -32,9 +32,8 @@ impl Runtime {
         h: MPI_Comm,
         f: impl FnOnce(&mut crate::comm::engine::Engine, &mut Comm) -> MpiResult<R>,
     ) -> MpiResult<R> {
-        self.comm(h)?;
         let Runtime { eng, comms, .. } = self;
-        let entry = comms.get_mut(&h).expect("checked above");
+        let entry = comms.get_mut(&h).ok_or_else(|| bad_comm(h))?;
         f(eng, &mut entry.comm)
     }
 }

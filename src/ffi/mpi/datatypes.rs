@@ -125,9 +125,33 @@ static TABLE: [Builtin; 43] = [
     b!(MPI_CXX_LONG_DOUBLE_COMPLEX, ComplexLongDouble, Complex),
 ];
 
+/// Where a handle would sit in `BY_KEY`: MPICH's predefined datatype
+/// handles differ in their low 7 bits within each of the two kinds
+/// (0x4c... and 0x8c..., told apart by bit 31).
+const fn key(handle: i32) -> usize {
+    ((handle as u32 >> 31) as usize) << 7 | (handle as usize & 0x7f)
+}
+
+/// `TABLE` index by `key` (`NONE` where no predefined type sits): every MPI
+/// call decodes one or two datatypes, so the lookup is one load, not a scan.
+static BY_KEY: [u8; 256] = {
+    let mut by = [NONE; 256];
+    let mut i = 0;
+    while i < TABLE.len() {
+        let k = key(TABLE[i].handle);
+        assert!(by[k] == NONE, "two predefined datatypes share a key");
+        by[k] = i as u8;
+        i += 1;
+    }
+    by
+};
+
+const NONE: u8 = u8::MAX;
+
 /// The predefined datatype with this handle, if any.
 pub fn builtin(handle: i32) -> Option<&'static Builtin> {
-    TABLE.iter().find(|b| b.handle == handle)
+    let i = BY_KEY[key(handle)];
+    TABLE.get(usize::from(i)).filter(|b| b.handle == handle)
 }
 
 /// Whether MPICH accepts `op` on this type in MPI_Reduce/MPI_Allreduce.
@@ -305,6 +329,11 @@ mod tests {
         }
         assert!(builtin(0x0c00_0000).is_none()); // MPI_DATATYPE_NULL
         assert!(builtin(0x4c00_0010).is_none()); // MPI_LB
+                                                 // Handles that share a predefined type's lookup key but not its value.
+        assert!(builtin(MPI_INT ^ 0x100).is_none());
+        assert!(builtin(MPI_INT ^ 0x80).is_none());
+        assert!(builtin(MPI_FLOAT_INT | 0x100).is_none()); // a derived type
+        assert!(builtin(0x0c00_0005).is_none());
         assert_eq!(builtin(0x4c00_0809).unwrap().name, "MPI_LONG_LONG_INT"); // MPI_LONG_LONG
         assert_eq!(builtin(MPI_CHAR).unwrap().elem, ElemType::I8);
     }

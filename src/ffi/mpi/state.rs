@@ -152,15 +152,7 @@ impl Runtime {
 
     /// The communicator behind a handle.
     pub fn comm(&mut self, h: MPI_Comm) -> MpiResult<&mut CommEntry> {
-        if h == MPI_COMM_NULL {
-            return Err(MpiErr::new(
-                MPI_ERR_COMM,
-                "MPI_COMM_NULL passed as a communicator",
-            ));
-        }
-        self.comms
-            .get_mut(&h)
-            .ok_or_else(|| MpiErr::new(MPI_ERR_COMM, format!("invalid communicator handle {h:#x}")))
+        self.comms.get_mut(&h).ok_or_else(|| bad_comm(h))
     }
 
     fn errhandler(&self, comm: MPI_Comm) -> MPI_Errhandler {
@@ -168,6 +160,15 @@ impl Runtime {
             .get(&comm)
             .or_else(|| self.comms.get(&MPI_COMM_WORLD))
             .map_or(MPI_ERRORS_ARE_FATAL, |c| c.errhandler)
+    }
+}
+
+/// The error for a handle that names no communicator.
+pub fn bad_comm(h: MPI_Comm) -> MpiErr {
+    if h == MPI_COMM_NULL {
+        MpiErr::new(MPI_ERR_COMM, "MPI_COMM_NULL passed as a communicator")
+    } else {
+        MpiErr::new(MPI_ERR_COMM, format!("invalid communicator handle {h:#x}"))
     }
 }
 
