@@ -293,10 +293,14 @@ impl Engine {
             (false, _) => params().spin,
             // Ranks outnumber cores and must hand the core over quickly, at once
             // over TCP, where every poll of a socket is a system call
-            // (4 ranks on 2 cores: allreduce 8 B took 290 us spinning
-            // 64 times, 122 us with no spin; 2 namespaces x 2 ranks over
-            // veth: 3.2 ms spinning 2000 times, 41 us with no spin).
-            (true, false) => params().spin.min(64),
+            // (2 namespaces x 2 ranks over veth: 3.2 ms spinning 2000 times,
+            // 41 us with no spin). Over shared memory a short spin (about
+            // 1 us) still catches a peer that runs on another core; 4 ranks
+            // on 2 cores, medians of 3: allreduce 8 B 5.4 us spinning 16
+            // times, 8.3 us spinning 64, barrier 3.1 against 9.7 us,
+            // alltoall 8 KiB 5.1 against 6.8 us; pingpong 8 KiB loses
+            // (1.4 against 0.9 us).
+            (true, false) => params().spin.min(16),
             (true, true) => 0,
         };
     }
