@@ -54,6 +54,8 @@ pub struct Params {
     pub socket_ifname: Option<String>,
     /// `FERROCOLL_NSOCKS`, 1 to 16.
     pub nsocks: usize,
+    /// `FERROCOLL_BIND`.
+    pub bind: crate::bootstrap::bind::Bind,
 }
 
 /// Most sockets per pair of ranks (`FERROCOLL_NSOCKS`).
@@ -113,6 +115,7 @@ impl Params {
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .unwrap_or(1)
                 .clamp(1, MAX_NSOCKS),
+            bind: crate::bootstrap::bind::Bind::parse(get("FERROCOLL_BIND").as_deref()),
         }
     }
 

@@ -47,11 +47,16 @@ pub fn numbers(hosts: &[String]) -> Vec<u32> {
 }
 
 /// How many ranks run on the same kernel as rank `me` (same boot id,
-/// whatever their hostname): they share its cores.
-pub fn same_machine(hosts: &[String], me: usize) -> usize {
+/// whatever their hostname), who share its cores, and `me`'s place among
+/// them.
+pub fn same_machine(hosts: &[String], me: usize) -> (usize, usize) {
     let boot = |h: &str| h.rsplit('/').next().unwrap_or("").to_string();
     let mine = boot(&hosts[me]);
-    hosts.iter().filter(|h| boot(h) == mine).count()
+    let same = |h: &&String| boot(h) == mine;
+    (
+        hosts.iter().filter(same).count(),
+        hosts[..me].iter().filter(same).count(),
+    )
 }
 
 #[cfg(test)]
@@ -69,7 +74,8 @@ mod tests {
         assert_eq!(same_host(&hosts, 3), vec![3]);
         assert_eq!(numbers(&hosts), vec![0, 1, 0, 2, 1]);
         let ns: Vec<String> = ["h0/k1", "h1/k1", "h2/k2"].map(String::from).to_vec();
-        assert_eq!(same_machine(&ns, 0), 2);
-        assert_eq!(same_machine(&ns, 2), 1);
+        assert_eq!(same_machine(&ns, 0), (2, 0));
+        assert_eq!(same_machine(&ns, 1), (2, 1));
+        assert_eq!(same_machine(&ns, 2), (1, 0));
     }
 }

@@ -2,6 +2,7 @@
 //! environments and a small authenticated key-value store (`store`) where
 //! ranks publish their addresses and meet at barriers.
 
+pub mod bind;
 pub mod host;
 pub mod launch;
 pub mod pmi;

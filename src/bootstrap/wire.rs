@@ -8,6 +8,7 @@
 //! ranks, its lowest rank creates the host's segment under a random name
 //! and publishes the name for the others.
 
+use super::bind;
 use super::host;
 use super::launch::{Kv, Launch};
 use super::pmi::Pmi;
@@ -66,14 +67,22 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
             } else {
                 Vec::new()
             };
-            (seg, (0..size).collect::<Vec<_>>(), tcp, vec![0; size], size)
+            (
+                seg,
+                (0..size).collect::<Vec<_>>(),
+                tcp,
+                vec![0; size],
+                (size, me),
+            )
         }
         None => meet(&mut launch, forced, deadline)?,
     };
     let segment = Arc::new(segment);
     let mut engine = Engine::over_host(me, size, segment.clone(), &local, tcp)?;
     engine.set_hosts(hosts)?;
-    engine.set_machine_ranks(machine);
+    engine.set_machine_ranks(machine.0);
+    // After the line above, which counts the cores this process may use.
+    bind::bind(p.bind, machine.1, machine.0);
     Ok(Wired {
         engine,
         segment,
@@ -84,13 +93,13 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
 
 /// A host's segment, the world ranks sharing it, TCP connections to the
 /// other ranks, each world rank's host number, and how many ranks share
-/// this machine's cores.
+/// this machine's cores with this rank's place among them.
 type Links = (
     Segment,
     Vec<usize>,
     Vec<(usize, Vec<TcpStream>)>,
     Vec<u32>,
-    usize,
+    (usize, usize),
 );
 
 /// The general case: ranks exchange host identities and addresses, each
