@@ -24,24 +24,28 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
             return hier::allreduce(c, &l, send, recv, red);
         }
     }
-    let choice = select::allreduce(c, recv.len(), red.extent, red.commutative);
-    if choice == select::Allreduce::Stream {
-        return stream::allreduce(c, send, recv, red);
-    }
     let (fits, cheap) = (
         recv.len() <= SLOT_DATA,
         recv.len() * c.size() <= slots::READ_LIMIT,
     );
-    let slotted = select::slots(c, "allreduce", fits, cheap);
-    // The ring reads this rank's part straight from `send`; the others
-    // work in `recv`.
-    if slotted || choice != select::Allreduce::Ring {
+    // Decided first: the small calls that take the slots then skip the
+    // algorithm choice (a forced algorithm turns the slots off).
+    if select::slots(c, "allreduce", fits, cheap) {
         if let Some(s) = send {
             copy(recv, s);
         }
-    }
-    if slotted {
         return slots::allreduce(c, recv, red);
+    }
+    let choice = select::allreduce(c, recv.len(), red.extent, red.commutative);
+    if choice == select::Allreduce::Stream {
+        return stream::allreduce(c, send, recv, red);
+    }
+    // The ring reads this rank's part straight from `send`; the others
+    // work in `recv`.
+    if choice != select::Allreduce::Ring {
+        if let Some(s) = send {
+            copy(recv, s);
+        }
     }
     match choice {
         select::Allreduce::RecursiveDoubling | select::Allreduce::Stream => {

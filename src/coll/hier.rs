@@ -28,7 +28,7 @@ impl Layout {
     /// members span several hosts and some host has more than one of them;
     /// `FERROCOLL_ALGO=<coll>=flat` turns it off.
     pub fn of(c: &Ctx, coll: &str) -> Option<Layout> {
-        if c.size() < 3 || c.has_slots() || c.forced(coll).as_deref() == Some("flat") {
+        if c.size() < 3 || c.has_slots() || c.forced(coll) == Some("flat") {
             return None;
         }
         let groups = c.host_groups()?;

@@ -157,12 +157,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// The algorithm forced by `FERROCOLL_ALGO` for `coll`, if any.
-    pub fn forced(&self, coll: &str) -> Option<String> {
+    pub fn forced(&self, coll: &str) -> Option<&str> {
         self.eng
             .algo
             .iter()
             .find(|(k, _)| k == coll)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| v.as_str())
     }
 
     fn tag(&self, step: u32) -> i32 {

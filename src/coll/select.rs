@@ -38,7 +38,7 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
     if !fits || !c.has_slots() {
         return false;
     }
-    match c.forced(coll).as_deref() {
+    match c.forced(coll) {
         Some("slots") => true,
         Some(_) => false,
         None => cheap,
@@ -115,7 +115,7 @@ pub enum Alltoall {
 pub fn allreduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Allreduce {
     let ring_ok = commutative && bytes / extent.max(1) >= c.size();
     let stream_ok = c.has_slots() && extent <= SLOT_DATA;
-    match c.forced("allreduce").as_deref() {
+    match c.forced("allreduce") {
         Some("stream") if stream_ok => Allreduce::Stream,
         Some("ring") if ring_ok => Allreduce::Ring,
         Some("recursive_doubling") => Allreduce::RecursiveDoubling,
@@ -128,7 +128,7 @@ pub fn allreduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> All
 
 /// Broadcast choice.
 pub fn bcast(c: &Ctx, bytes: usize) -> Bcast {
-    match c.forced("bcast").as_deref() {
+    match c.forced("bcast") {
         Some("stream") if c.has_slots() => Bcast::Stream,
         Some("binomial") => Bcast::Binomial,
         Some("chain") => Bcast::Chain,
@@ -142,7 +142,7 @@ pub fn bcast(c: &Ctx, bytes: usize) -> Bcast {
 pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce {
     let rsag_ok = commutative && bytes / extent.max(1) >= c.size();
     let stream_ok = c.has_slots() && extent <= SLOT_DATA;
-    match c.forced("reduce").as_deref() {
+    match c.forced("reduce") {
         Some("stream") if stream_ok => Reduce::Stream,
         Some("binomial") => Reduce::Binomial,
         Some("rsag") if rsag_ok => Reduce::Rsag,
@@ -159,7 +159,7 @@ pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce
 
 /// Allgather choice for `total` bytes gathered.
 pub fn allgather(c: &Ctx, total: usize) -> Allgather {
-    match c.forced("allgather").as_deref() {
+    match c.forced("allgather") {
         Some("stream") if c.has_slots() => Allgather::Stream,
         Some("direct") => Allgather::Direct,
         Some("ring") => Allgather::Ring,
@@ -172,7 +172,7 @@ pub fn allgather(c: &Ctx, total: usize) -> Allgather {
 /// Reduce-scatter choice.
 pub fn reduce_scatter(c: &Ctx, total: usize, extent: usize, commutative: bool) -> ReduceScatter {
     let stream_ok = c.has_slots() && extent * c.size() <= SLOT_DATA;
-    match c.forced("reduce_scatter").as_deref() {
+    match c.forced("reduce_scatter") {
         Some("stream") if stream_ok => ReduceScatter::Stream,
         Some("reduce_scatterv") => ReduceScatter::ReduceScatterv,
         _ if stream_ok && total > SLOT_DATA => ReduceScatter::Stream,
@@ -183,7 +183,7 @@ pub fn reduce_scatter(c: &Ctx, total: usize, extent: usize, commutative: bool) -
 
 /// All-to-all choice.
 pub fn alltoall(c: &Ctx) -> Alltoall {
-    match c.forced("alltoall").as_deref() {
+    match c.forced("alltoall") {
         Some("pairwise") => Alltoall::Pairwise,
         _ => Alltoall::Direct,
     }

@@ -10,6 +10,7 @@
 //! elements.
 
 use crate::dtype::ElemType;
+use std::sync::OnceLock;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -77,6 +78,16 @@ pub type KernelFn = fn(src: &[u8], dst: &mut [u8]);
 /// bitwise ops; on Bool the logical ops; on complex types SUM and PROD; on pair types
 /// MINLOC and MAXLOC. Long double, its pair and complex types exist only on x86-64.
 pub fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
+    // Chosen once per process: choosing reads CPU features and walks nested
+    // matches, about 80 instructions that every small reduction paid twice.
+    type Table = [[Option<KernelFn>; ElemType::ALL.len()]; Op::ALL.len()];
+    static CHOSEN: OnceLock<Table> = OnceLock::new();
+    CHOSEN.get_or_init(|| Op::ALL.map(|o| ElemType::ALL.map(|t| choose(o, t))))[op as usize]
+        [ty as usize]
+}
+
+/// The fastest kernel this CPU runs for (op, ty).
+fn choose(op: Op, ty: ElemType) -> Option<KernelFn> {
     #[cfg(target_arch = "x86_64")]
     if let Some(k) = avx2::kernel(op, ty) {
         return Some(k);

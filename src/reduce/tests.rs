@@ -1019,3 +1019,22 @@ fn throughput() {
         }
     }
 }
+
+#[test]
+fn kernel_table_is_indexed_by_declaration_order() {
+    for (i, op) in Op::ALL.iter().enumerate() {
+        assert_eq!(*op as usize, i, "{op:?}");
+    }
+    for (i, ty) in ElemType::ALL.iter().enumerate() {
+        assert_eq!(*ty as usize, i, "{ty:?}");
+    }
+    for op in Op::ALL {
+        for ty in ElemType::ALL {
+            assert_eq!(
+                kernel(op, ty).is_some(),
+                choose(op, ty).is_some(),
+                "{op:?} {ty:?}"
+            );
+        }
+    }
+}
