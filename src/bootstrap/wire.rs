@@ -51,7 +51,7 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
     let (me, size) = (launch.rank, launch.size);
     let deadline = Instant::now() + p.setup_timeout;
     let forced = p.transport == Transport::Tcp;
-    let (segment, local, tcp, hosts, machine) = match launch.local_job.clone() {
+    let (segment, local, tcp, hosts, (machine, place)) = match launch.local_job.clone() {
         Some(job) => {
             // ferrorun on one host: every rank is here; the segment is named by the job.
             let seg = Segment::attach(&path_for(&job), me, size, p.ring_bytes, p.setup_timeout)?;
@@ -80,9 +80,9 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
     let segment = Arc::new(segment);
     let mut engine = Engine::over_host(me, size, segment.clone(), &local, tcp)?;
     engine.set_hosts(hosts)?;
-    engine.set_machine_ranks(machine.0);
+    engine.set_machine_ranks(machine);
     // After the line above, which counts the cores this process may use.
-    bind::bind(p.bind, machine.1, machine.0);
+    bind::bind(p.bind, place, machine);
     Ok(Wired {
         engine,
         segment,

@@ -461,9 +461,9 @@ fn reduce_scatter_body(
     counts: &[c_int],
     datatype: MPI_Datatype,
     op: MPI_Op,
+    me: usize,
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    let (me, _) = rt.size_of(comm)?;
     let red = rt.red(op, datatype)?;
     let mut lens = Scratch::new();
     let lens = lens.take(counts.len());
@@ -519,7 +519,7 @@ pub extern "C" fn PMPI_Reduce_scatter_block(
     comm: MPI_Comm,
 ) -> c_int {
     call("MPI_Reduce_scatter_block", comm, |rt| {
-        let (_, n) = rt.size_of(comm)?;
+        let (me, n) = rt.size_of(comm)?;
         count_of(recvcount)?;
         let mut counts = Scratch::new();
         let counts = counts.take(n);
@@ -532,6 +532,7 @@ pub extern "C" fn PMPI_Reduce_scatter_block(
             counts,
             datatype,
             op,
+            me,
             comm,
         )
     })
@@ -561,7 +562,7 @@ pub extern "C" fn PMPI_Reduce_scatter(
     comm: MPI_Comm,
 ) -> c_int {
     call("MPI_Reduce_scatter", comm, |rt| {
-        let (_, n) = rt.size_of(comm)?;
+        let (me, n) = rt.size_of(comm)?;
         let counts = ptr::array(recvcounts, n, "recvcounts")?.to_vec();
         reduce_scatter_body(
             rt,
@@ -571,6 +572,7 @@ pub extern "C" fn PMPI_Reduce_scatter(
             &counts,
             datatype,
             op,
+            me,
             comm,
         )
     })
@@ -587,10 +589,9 @@ fn gather_body(
     recvbuf: *mut c_void,
     layout: Layout,
     recvtype: MPI_Datatype,
-    root: usize,
+    (me, root): (usize, usize),
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    let (me, _) = rt.size_of(comm)?;
     let in_place = in_place_at_root(sendbuf, me, root)?;
     let sbytes = own_bytes(rt, sendbuf, sendcount, sendtype, in_place, "sendbuf")?;
     // SAFETY: checked non-null and sized by count and datatype.
@@ -675,7 +676,7 @@ pub extern "C" fn PMPI_Gather(
                 count: recvcount,
             },
             recvtype,
-            root,
+            (me, root),
             comm,
         )
     })
@@ -735,7 +736,7 @@ pub extern "C" fn PMPI_Gatherv(
                 displs: &displs,
             },
             recvtype,
-            root,
+            (me, root),
             comm,
         )
     })
@@ -752,10 +753,9 @@ fn scatter_body(
     recvbuf: *mut c_void,
     recvcount: c_int,
     recvtype: MPI_Datatype,
-    root: usize,
+    (me, root): (usize, usize),
     comm: MPI_Comm,
 ) -> MpiResult<()> {
-    let (me, _) = rt.size_of(comm)?;
     let in_place = in_place_at_root(recvbuf, me, root)?;
     let rbytes = own_bytes(rt, recvbuf, recvcount, recvtype, in_place, "recvbuf")?;
     if me != root {
@@ -842,7 +842,7 @@ pub extern "C" fn PMPI_Scatter(
             recvbuf,
             recvcount,
             recvtype,
-            root,
+            (me, root),
             comm,
         )
     })
@@ -902,7 +902,7 @@ pub extern "C" fn PMPI_Scatterv(
             recvbuf,
             recvcount,
             recvtype,
-            root,
+            (me, root),
             comm,
         )
     })
