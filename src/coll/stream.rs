@@ -50,14 +50,26 @@ fn chunk_bytes(extent: usize) -> Result<usize> {
     }
 }
 
+/// Bytes folded at a time by `fold_ordered` (a whole number of elements
+/// of any type): the partial result stays in L1 between the copy and the
+/// folds instead of going out to L2 and back once per part.
+const FOLD_PIECE: usize = 4096;
+
 /// Folds `parts` (rank order) into `out`: `out = p0 op (p1 op (...))`.
 fn fold_ordered(parts: &[&[u8]], out: &mut [u8], red: &Reducer) {
     let Some((last, rest)) = parts.split_last() else {
         return;
     };
-    copy(out, last);
-    for p in rest.iter().rev() {
-        red.fold_left(p, out);
+    let piece = (FOLD_PIECE / red.extent.max(1)).max(1) * red.extent.max(1);
+    let mut at = 0;
+    while at < out.len() {
+        let end = out.len().min(at + piece);
+        let acc = &mut out[at..end];
+        copy(acc, &last[at..end]);
+        for p in rest.iter().rev() {
+            red.fold_left(&p[at..end], acc);
+        }
+        at = end;
     }
 }
 
@@ -117,10 +129,14 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     let full = even_blocks(chunk, red.extent, n);
     let last = even_blocks(span(chunks - 1).len(), red.extent, n);
     let blocks = |k: usize| if k + 1 == chunks { &last } else { &full };
+    // Only the peers' blocks are published: this rank folds its own block
+    // straight from its input, which saves 1/n of the copying.
     let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
         let input = &send.unwrap_or(recv)[span(k)];
+        let (o, l) = blocks(k)[me];
         publish(c, &first.nth(2 * k as u64), input.len(), false, |d| {
-            copy(d, input);
+            copy(&mut d[..o], &input[..o]);
+            copy(&mut d[o + l..], &input[o + l..]);
             Ok(())
         })
     };
@@ -135,7 +151,18 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
             let (inputs, folded) = (first.nth(2 * k as u64), first.nth(2 * k as u64 + 1));
             wait_peers(c, &inputs)?;
             let (o, l) = blocks(k)[me];
-            let parts: Vec<&[u8]> = (0..n).map(|p| part(c, &inputs, p, o, l)).collect();
+            // In place, this block of `recv` still holds the input: its
+            // result is written below, after the fold.
+            let own = &send.unwrap_or(recv)[span(k)][o..o + l];
+            let parts: Vec<&[u8]> = (0..n)
+                .map(|p| {
+                    if p == me {
+                        own
+                    } else {
+                        part(c, &inputs, p, o, l)
+                    }
+                })
+                .collect();
             publish(c, &folded, o + l, false, |d| {
                 fold_ordered(&parts, &mut d[o..], red);
                 Ok(())
@@ -282,7 +309,8 @@ pub fn reduce_scatter(
     let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
         let input = send.unwrap_or(recv);
         publish(c, &first.nth(k as u64), n * piece, false, |d| {
-            for j in 0..n {
+            // This rank's own piece is folded straight from its input.
+            for j in (0..n).filter(|&j| j != me) {
                 let (o, l) = at(j, k);
                 copy(&mut d[j * piece..j * piece + l], &input[o..o + l]);
             }
@@ -300,8 +328,18 @@ pub fn reduce_scatter(
         }
         let call = first.nth(k as u64);
         wait_peers(c, &call)?;
-        let l = at(me, k).1;
-        let parts: Vec<&[u8]> = (0..n).map(|p| part(c, &call, p, me * piece, l)).collect();
+        let (mo, l) = at(me, k);
+        // In place, piece k of the input is overwritten only below.
+        let own = &send.unwrap_or(recv)[mo..mo + l];
+        let parts: Vec<&[u8]> = (0..n)
+            .map(|p| {
+                if p == me {
+                    own
+                } else {
+                    part(c, &call, p, me * piece, l)
+                }
+            })
+            .collect();
         fold_ordered(&parts, &mut acc[..l], red);
         // In place, piece k of the result overwrites input that every
         // rank has already published (pieces up to k).
