@@ -27,6 +27,10 @@ pub fn copy(dst: &mut [u8], src: &[u8]) {
     }
 }
 
+/// From this many bytes a copy's destination goes to memory with uncached
+/// stores (`copy_uncached`): it no longer fits the caches anyway.
+pub const UNCACHED_FROM: usize = 8 << 20;
+
 /// Copies `src` into `dst` (equal lengths) with stores that bypass the
 /// cache where the CPU has them (x86-64), for a destination that is not
 /// read again soon: a cached store first reads the line it overwrites, so

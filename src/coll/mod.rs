@@ -17,7 +17,7 @@ pub mod stream;
 
 use crate::comm::engine::Engine;
 use crate::comm::Comm;
-use crate::copy::copy;
+use crate::copy::{copy, copy_uncached, UNCACHED_FROM};
 use crate::error::{Error, Result};
 
 /// A reduction as algorithms see it.
@@ -330,7 +330,8 @@ pub fn block_mut(buf: &mut [u8], (off, len): (usize, usize)) -> &mut [u8] {
 }
 
 /// Copies a rank's own part into its block, failing on a size mismatch
-/// (the ranks called the collective with inconsistent counts).
+/// (the ranks called the collective with inconsistent counts). A large
+/// block is stored past the cache.
 pub fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
     if dst.len() != src.len() {
         return Err(Error::InvalidArg(format!(
@@ -339,6 +340,10 @@ pub fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
             dst.len()
         )));
     }
-    copy(dst, src);
+    if dst.len() >= UNCACHED_FROM {
+        copy_uncached(dst, src);
+    } else {
+        copy(dst, src);
+    }
     Ok(())
 }

@@ -15,7 +15,7 @@
 
 use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, WINDOW};
 use super::{even_blocks, Ctx, Reducer};
-use crate::copy::{copy, copy_uncached};
+use crate::copy::{copy, copy_uncached, UNCACHED_FROM};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -26,10 +26,6 @@ use crate::transport::shm::slots::SLOT_DATA;
 /// moved past it (no wait in the steady state).
 const AHEAD: usize = 4;
 const _: () = assert!(AHEAD as u64 <= WINDOW / 4);
-
-/// From this many bytes a result goes to memory with uncached stores
-/// (`copy_uncached`): it no longer fits the caches anyway.
-const UNCACHED_FROM: usize = 8 << 20;
 
 /// Copies a result into the user's buffer.
 fn put_out(dst: &mut [u8], src: &[u8], uncached: bool) {

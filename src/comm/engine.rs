@@ -4,6 +4,7 @@
 //! spin, then yield, then futex sleep, noticing dead peers and deadlines.
 
 use super::buffer::RawBuf;
+use crate::copy::UNCACHED_FROM;
 use crate::error::{Error, Result};
 use crate::param;
 use crate::param::params;
@@ -1121,7 +1122,12 @@ impl Engine {
                                 unreachable!("body targets a receive")
                             };
                             let fit = buf.len().saturating_sub(o).min(want);
-                            if fit > 0 {
+                            // A large message goes on to memory past the
+                            // cache (measured: 2 ranks, pingpong 32 MiB
+                            // 6.2 -> 4.7 ms; at 2 MiB it costs 25%).
+                            if fit > 0 && len >= UNCACHED_FROM {
+                                buf.fill_at(o, fit, |d| link.read_into_uncached(d))
+                            } else if fit > 0 {
                                 buf.fill_at(o, fit, |d| link.read_into(d))
                             } else {
                                 // Past the buffer's end the bytes are dropped

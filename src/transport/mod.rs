@@ -103,6 +103,20 @@ impl Link {
         })
     }
 
+    /// `read_into` for a destination that is not read again soon (a large
+    /// message): shared-memory bytes are stored past the cache
+    /// (`copy_uncached`).
+    pub fn read_into_uncached(&mut self, dst: &mut [u8]) -> usize {
+        if !matches!(self, Link::Shm { .. }) {
+            return self.read_into(dst);
+        }
+        let mut o = 0;
+        self.read_with(dst.len(), |s| {
+            crate::copy::copy_uncached(&mut dst[o..o + s.len()], s);
+            o += s.len();
+        })
+    }
+
     /// Whether reads go to the socket themselves (`read_into` needs no
     /// `readable` first).
     pub fn reads_directly(&self) -> bool {
