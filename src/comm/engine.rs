@@ -742,6 +742,11 @@ impl Engine {
         if ids.iter().all(|&i| self.is_done(i)) {
             return Ok(());
         }
+        if let &[id] = ids {
+            // One request (every blocking call): its peer, without a `Vec`.
+            let peer = self.peers_of_one(id);
+            return self.wait_loop(op, peer.as_slice(), |e| e.is_done(id));
+        }
         let peers = self.peers_of(ids);
         self.wait_loop(op, &peers, |e| ids.iter().all(|&i| e.is_done(i)))
     }
@@ -762,18 +767,21 @@ impl Engine {
         Ok(which)
     }
 
-    /// World ranks that pending requests in `ids` depend on.
-    fn peers_of(&self, ids: &[ReqId]) -> Vec<usize> {
-        let mut v: Vec<usize> = ids
-            .iter()
-            .filter_map(|&i| self.reqs[i].as_ref())
+    /// The world rank a pending request depends on, if any other.
+    fn peers_of_one(&self, id: ReqId) -> Option<usize> {
+        self.reqs[id]
+            .as_ref()
             .filter(|r| !r.done)
-            .filter_map(|r| match r.kind {
+            .and_then(|r| match r.kind {
                 Kind::Send { dst, .. } => Some(dst),
                 Kind::Recv { m, .. } => m.source,
             })
             .filter(|&p| p != self.me)
-            .collect();
+    }
+
+    /// World ranks that pending requests in `ids` depend on.
+    fn peers_of(&self, ids: &[ReqId]) -> Vec<usize> {
+        let mut v: Vec<usize> = ids.iter().filter_map(|&i| self.peers_of_one(i)).collect();
         v.sort_unstable();
         v.dedup();
         v

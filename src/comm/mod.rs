@@ -119,6 +119,12 @@ impl Comm {
         &self.members
     }
 
+    /// The members, shared without copying (a request keeps them to name
+    /// its source in its status).
+    pub fn members_shared(&self) -> Arc<[usize]> {
+        self.members.clone()
+    }
+
     /// Context of point-to-point messages.
     pub fn p2p_ctx(&self) -> u32 {
         self.id * 2

@@ -72,7 +72,7 @@ impl Runtime {
     ) -> MpiResult<SendPlan> {
         let t = self.type_info(dt)?;
         let bytes = t.bytes(count)?;
-        let c = self.comm(comm)?.comm.clone();
+        let c = &self.comm(comm)?.comm;
         let dst = peer(dest, c.size(), false)?;
         let tag = tag_of(tag, false)?.expect("MPI_ANY_TAG refused");
         ptr::check_buf(buf, bytes, "send buffer")?;
@@ -80,13 +80,14 @@ impl Runtime {
             Peer::Rank(d) => Some((c.world_rank(d), c.p2p_ctx(), tag)),
             _ => None,
         };
+        let members = c.members_shared();
         // SAFETY: MPI requires the buffer to stay valid and unmodified until
         // the request completes; `bytes` is what count and datatype cover.
         let raw = unsafe { RawBuf::new(buf as *mut u8, bytes) };
         Ok(SendPlan {
             to,
             raw,
-            members: c.members().into(),
+            members,
             comm,
         })
     }
@@ -128,11 +129,11 @@ impl Runtime {
     ) -> MpiResult<ReqEntry> {
         let t = self.type_info(dt)?;
         let bytes = t.bytes(count)?;
-        let c = self.comm(comm)?.comm.clone();
+        let c = &self.comm(comm)?.comm;
         let src = peer(source, c.size(), true)?;
         let tag = tag_of(tag, true)?;
         ptr::check_buf(buf, bytes, "receive buffer")?;
-        let members = c.members().into();
+        let members = c.members_shared();
         let recv_type = Some(t);
         let source = match src {
             Peer::Null => {
@@ -736,7 +737,7 @@ impl Runtime {
         tag: c_int,
         comm: MPI_Comm,
     ) -> MpiResult<Option<(Match, std::sync::Arc<[usize]>)>> {
-        let c = self.comm(comm)?.comm.clone();
+        let c = &self.comm(comm)?.comm;
         let tag = tag_of(tag, true)?;
         let source = match peer(source, c.size(), true)? {
             Peer::Null => return Ok(None),
@@ -749,7 +750,7 @@ impl Runtime {
                 ctx: c.p2p_ctx(),
                 tag,
             },
-            c.members().into(),
+            c.members_shared(),
         )))
     }
 }
