@@ -253,6 +253,23 @@ fn reduce_all_algorithms() {
                         if r == root {
                             assert!(mine == want2, "non-commutative reduce n={n} root={root}");
                         }
+                        // Not in place, with the root in the middle: its own
+                        // part is folded in rank order too.
+                        let mid = n / 2;
+                        let mut out2 = vec![0u8; c2 * 8];
+                        let recv3 = (r == mid).then_some(&mut out2[..]);
+                        let send3 = affine(r, c2);
+                        coll::reduce::reduce(
+                            &mut Ctx::new(eng, comm),
+                            Some(&send3),
+                            recv3,
+                            mid,
+                            &COMPOSE,
+                        )
+                        .unwrap();
+                        if r == mid {
+                            assert!(out2 == want2, "non-commutative reduce n={n} root={mid}");
+                        }
                     });
                 }
             }

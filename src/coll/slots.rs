@@ -290,12 +290,19 @@ pub fn reduce(
         .ok_or_else(|| Error::InvalidArg("reduce without a buffer".into()))?;
     let len = input.len();
     let call = begin(c)?;
-    // Only the root waits, for flags that `finish` announces.
-    publish_quiet(c, &call, len, false, |d| {
-        copy(d, input);
-        Ok(())
-    })?;
-    if c.rank() != root {
+    let me = c.rank();
+    // Nobody reads the root's slot: with a separate input the root folds
+    // it in place (in place, its input is the output, so it goes through
+    // the slot like the others').
+    let own = send.filter(|_| me == root);
+    if own.is_none() {
+        // Only the root waits, for flags that `finish` announces.
+        publish_quiet(c, &call, len, false, |d| {
+            copy(d, input);
+            Ok(())
+        })?;
+    }
+    if me != root {
         finish(c, call, false);
         return Ok(());
     }
@@ -305,7 +312,24 @@ pub fn reduce(
             finish(c, call, true);
             return Err(mismatch(root, len, out.len()));
         }
-        fold_all(c, &call, 0, out, red);
+        match own {
+            Some(own) => {
+                // out = d0 op (d1 op (... op d(n-1))), as `fold_all`.
+                let n = c.size();
+                let at = |p: usize| {
+                    if p == me {
+                        own
+                    } else {
+                        part(c, &call, p, 0, len)
+                    }
+                };
+                copy(out, at(n - 1));
+                for p in (0..n - 1).rev() {
+                    red.fold_left(at(p), out);
+                }
+            }
+            None => fold_all(c, &call, 0, out, red),
+        }
     }
     finish(c, call, true);
     Ok(())
