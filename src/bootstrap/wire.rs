@@ -8,7 +8,6 @@
 //! ranks, its lowest rank creates the host's segment under a random name
 //! and publishes the name for the others.
 
-use super::bind;
 use super::host;
 use super::launch::{Kv, Launch};
 use super::pmi::Pmi;
@@ -43,6 +42,9 @@ pub struct Wired {
     pub pmi: Option<Pmi>,
     /// The store this rank serves for the others.
     pub server: Option<StoreServer>,
+    /// How many ranks share this machine's cores, and this rank's place
+    /// among them (for `bind::bind`).
+    pub machine: (usize, usize),
 }
 
 /// Connects this rank to every other rank of a job of two or more.
@@ -81,13 +83,12 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
     let mut engine = Engine::over_host(me, size, segment.clone(), &local, tcp)?;
     engine.set_hosts(hosts)?;
     engine.set_machine_ranks(machine);
-    // After the line above, which counts the cores this process may use.
-    bind::bind(p.bind, place, machine);
     Ok(Wired {
         engine,
         segment,
         pmi: launch.take_pmi(),
         server: launch.server.take(),
+        machine: (machine, place),
     })
 }
 

@@ -286,6 +286,10 @@ pub fn init(thread_level: c_int) -> MpiResult<()> {
         (Engine::singleton(), Launcher::default())
     } else {
         let w = wire(launch).map_err(MpiErr::from)?;
+        // An MPI rank is a process of its own: its thread may be bound.
+        // (The engine counted the cores this process may use before this.)
+        let (machine, place) = w.machine;
+        crate::bootstrap::bind::bind(crate::param::params().bind, place, machine);
         *SEGMENT
             .lock()
             .map_err(|_| MpiErr::new(MPI_ERR_INTERN, "library state poisoned"))? =
