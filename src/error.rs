@@ -51,6 +51,10 @@ pub enum Error {
         /// What was waiting.
         op: &'static str,
     },
+    /// Ranks called a collective with different arguments
+    /// (`FERROCOLL_CHECK`); the message names both sides.
+    #[error("{0}")]
+    Mismatch(String),
     /// A feature outside what ferrocoll implements.
     #[error("unsupported: {0}")]
     Unsupported(String),

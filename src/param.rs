@@ -5,6 +5,7 @@
 //! | `FERROCOLL_DEBUG` | `off` | `off`, `warn`, `info`, `trace`: diagnostics on stderr (`NCCL_DEBUG` when unset) |
 //! | `FERROCOLL_TIMEOUT` | `0` (off) | seconds a collective or point-to-point wait may block before failing |
 //! | `FERROCOLL_SETUP_TIMEOUT` | `60` | seconds `MPI_Init` waits for the other ranks |
+//! | `FERROCOLL_CHECK` | `0` | `1`: before every collective the ranks compare what they were called with (collective, count, type, op, root); a mismatch fails on every rank with an error naming both sides instead of hanging or corrupting data |
 //! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial` |
 //! | `FERROCOLL_SHM_RING_BYTES` | `262144` | bytes of each per-pair shared-memory ring |
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
@@ -40,6 +41,8 @@ pub struct Params {
     pub timeout: Option<Duration>,
     /// `FERROCOLL_SETUP_TIMEOUT`.
     pub setup_timeout: Duration,
+    /// `FERROCOLL_CHECK`: compare every collective's arguments across ranks first.
+    pub check: bool,
     /// `FERROCOLL_ALGO`: (collective, algorithm) pairs.
     pub algo: Vec<(String, String)>,
     /// `FERROCOLL_SHM_RING_BYTES`, rounded up to a multiple of 4 KiB.
@@ -95,6 +98,10 @@ impl Params {
             debug,
             timeout: (timeout > 0.0).then(|| Duration::from_secs_f64(timeout)),
             setup_timeout: Duration::from_secs_f64(secs("FERROCOLL_SETUP_TIMEOUT", 60.0).max(0.1)),
+            check: matches!(
+                get("FERROCOLL_CHECK").as_deref().map(str::trim),
+                Some("1" | "yes" | "on" | "true")
+            ),
             algo,
             ring_bytes: ring.div_ceil(4096) * 4096,
             spin: get("FERROCOLL_SPIN")
@@ -171,6 +178,9 @@ mod tests {
         assert_eq!(p.timeout, None);
         assert_eq!(p.debug, DebugLevel::Off);
         assert_eq!(p.ring_bytes, 256 * 1024);
+        assert!(!p.check);
+        assert!(parse(&[("FERROCOLL_CHECK", "1")]).check);
+        assert!(!parse(&[("FERROCOLL_CHECK", "0")]).check);
         let p = parse(&[
             ("FERROCOLL_TIMEOUT", "2.5"),
             ("FERROCOLL_ALGO", "allreduce=Ring, bcast=binomial"),

@@ -17,7 +17,20 @@
  * The last two tests, where NVIDIA's NCCL answers differently from "NULL or
  * finished comm: ncclInvalidArgument", run last.
  *
- * Prints how many (function x bad-input class) pairs were tried. */
+ * Added with t_badinput.c (the MPI matrix), all ncclInvalidArgument: a comm
+ * handle that is no communicator (zeroed memory, a misaligned pointer); a
+ * count whose size overflows the address space (a negative count cast to
+ * size_t); a PreMulSum op made on another communicator; NULL or unknown
+ * registration handles and ncclMemFree pointers, each freed twice; unknown
+ * statistics and scalar residences; ncclCommInitRankConfig/Scalable with
+ * NULL out-pointers or bad config fields; ncclCommSplit with a colour below
+ * NCCL_SPLIT_NOCOLOR or a bad config. ncclGetLastError and
+ * ncclGetErrorString must answer a string for any argument.
+ *
+ * NCCL has no alignment rule: misaligned buffers are checked to work.
+ *
+ * Prints how many functions and (function x bad-input class) pairs were
+ * tried, in the format of t_badinput.c. */
 #include "nccl_testutil.h"
 
 #include <dlfcn.h>
@@ -44,8 +57,24 @@ static void tried(const char *fn, const char *cls) {
   memcpy(pairs[npairs++], key, sizeof key);
 }
 
+/* Whether the last error names the function that failed (the ...Config
+ * variants may give the name of the call they share a body with), so a
+ * message left by an earlier call does not pass for this one's. */
+static int names_call(const char *msg, const char *fn) {
+  char base[64];
+  size_t n = strlen(fn);
+  if (msg == NULL || msg[0] == '\0') return 0;
+  if (strstr(msg, fn) != NULL) return 1;
+  if (n > 6 && n < sizeof base && strcmp(fn + n - 6, "Config") == 0) {
+    memcpy(base, fn, n - 6);
+    base[n - 6] = '\0';
+    return strstr(msg, base) != NULL;
+  }
+  return 0;
+}
+
 /* `call` (a call of function `fn`, bad in class `cls`) must return `code`
- * and, for an error, leave a non-empty last error. */
+ * and, for an error, leave a last error that names the call. */
 #define BAD(fn, cls, code, call)                                               \
   do {                                                                         \
     ncclResult_t rb_ = (call);                                                 \
@@ -54,11 +83,20 @@ static void tried(const char *fn, const char *cls) {
           "last error: \"%s\"", fn, cls, #call, (int)rb_,                      \
           ncclGetErrorString(rb_), (int)(code), #code, le_ ? le_ : "(null)");  \
     if ((code) != ncclSuccess)                                                 \
-      CHECK(le_ != NULL && le_[0] != '\0', "%s with %s: empty ncclGetLastError", \
-            fn, cls);                                                          \
+      CHECK(names_call(le_, fn), "%s with %s: ncclGetLastError \"%s\" does not " \
+            "name the call (a stale message?)", fn, cls, le_ ? le_ : "(null)");  \
     tried(fn, cls);                                                            \
     nbad++;                                                                    \
   } while (0)
+
+/* Handles that are no communicator: zeroed memory, and a misaligned pointer
+ * into it (both readable, so a library that did not check would not crash
+ * but misbehave). */
+static uint64_t fake_comm_mem[64];
+static ncclComm_t fake_comm(int k) {
+  return k == 0 ? (ncclComm_t)(void *)fake_comm_mem
+                : (ncclComm_t)(void *)((char *)fake_comm_mem + 3);
+}
 
 /* ---- collectives and point-to-point, one dispatcher ------------------------ */
 
@@ -132,6 +170,18 @@ static void test_coll_classes(void) {
   CHECK_NCCL(ncclRedOpDestroy(gone, world));
   CHECK_NCCL(ncclRedOpCreatePreMulSum(&pm_float, &fscalar, ncclFloat32,
                                       ncclScalarHostImmediate, world));
+  /* A finalized (not yet destroyed) comm: only queries and destroy are
+   * left to do with it. */
+  ncclComm_t fin = NULL, other = NULL;
+  CHECK_NCCL(ncclCommSplit(world, 0, rank, &fin, NULL));
+  CHECK_NCCL(ncclCommFinalize(fin));
+  /* Ops made on another comm: the second one's handle is none of world's. */
+  ncclRedOp_t other_ops[2];
+  CHECK_NCCL(ncclCommSplit(world, 0, rank, &other, NULL));
+  CHECK_NCCL(ncclRedOpCreatePreMulSum(&other_ops[0], &iscalar, ncclInt32,
+                                      ncclScalarHostImmediate, other));
+  CHECK_NCCL(ncclRedOpCreatePreMulSum(&other_ops[1], &iscalar, ncclInt32,
+                                      ncclScalarHostImmediate, other));
   const int with_stream = !cuda_driver_present();
   if (!with_stream && rank == 0)
     printf("note: a CUDA driver is loaded: the non-NULL stream class is not tried\n");
@@ -143,6 +193,16 @@ static void test_coll_classes(void) {
     BAD(fn, "NULL comm", ncclInvalidArgument, coll(f, s, r, C, t, op, root, NULL, NULL));
     BAD(fn, "destroyed comm", ncclInvalidArgument, coll(f, s, r, C, t, op, root, dead, NULL));
     BAD(fn, "aborted comm", ncclInvalidArgument, coll(f, s, r, C, t, op, root, aborted, NULL));
+    for (int k = 0; k < 2; k++)
+      BAD(fn, "invalid comm handle", ncclInvalidArgument,
+          coll(f, s, r, C, t, op, root, fake_comm(k), NULL));
+    BAD(fn, "finalized comm", ncclInvalidArgument,
+        coll(f, s, r, C, t, op, root, fin, NULL));
+    /* A negative count cast to size_t, and sizes past the address space. */
+    BAD(fn, "count overflows the address space", ncclInvalidArgument,
+        coll(f, s, r, (size_t)-1, t, op, root, world, NULL));
+    BAD(fn, "count overflows the address space", ncclInvalidArgument,
+        coll(f, s, r, SIZE_MAX / 4, t, op, root, world, NULL));
     BAD(fn, "unknown datatype", ncclInvalidArgument,
         coll(f, s, r, C, (ncclDataType_t)99, op, root, world, NULL));
     BAD(fn, "unknown datatype", ncclInvalidArgument,
@@ -156,6 +216,8 @@ static void test_coll_classes(void) {
           coll(f, s, r, C, t, gone, root, world, NULL));
       BAD(fn, "PreMulSum op of another type", ncclInvalidArgument,
           coll(f, s, r, C, t, pm_float, root, world, NULL));
+      BAD(fn, "PreMulSum op of another comm", ncclInvalidArgument,
+          coll(f, s, r, C, t, other_ops[1], root, world, NULL));
     }
     if (has_root(f) || f >= F_SEND) {
       const char *cls = f >= F_SEND ? "peer out of range" : "root out of range";
@@ -206,6 +268,29 @@ static void test_coll_classes(void) {
     nt_check_allreduce(world, fn);
   }
   CHECK_NCCL(ncclRedOpDestroy(pm_float, world));
+  BAD("ncclRedOpDestroy", "op of another comm", ncclInvalidArgument,
+      ncclRedOpDestroy(other_ops[1], world));
+  CHECK_NCCL(ncclRedOpDestroy(other_ops[0], other));
+  CHECK_NCCL(ncclRedOpDestroy(other_ops[1], other));
+  nt_check_allreduce(other, "its ops used on another comm");
+  CHECK_NCCL(ncclCommDestroy(other));
+  /* The finalized comm still answers queries (ncclCommGetAsyncError is how
+   * a non-blocking finalize is polled); new work on it is a bug above. */
+  {
+    int x = -1;
+    ncclResult_t st = ncclInternalError;
+    CHECK_NCCL(ncclCommCount(fin, &x));
+    CHECK(x == nranks, "ncclCommCount of a finalized comm: %d", x);
+    CHECK_NCCL(ncclCommUserRank(fin, &x));
+    CHECK(x == rank, "ncclCommUserRank of a finalized comm: %d", x);
+    CHECK_NCCL(ncclCommGetAsyncError(fin, &st));
+    CHECK(st == ncclSuccess, "ncclCommGetAsyncError of a finalized comm: %d", (int)st);
+    ncclComm_t sub = NULL;
+    BAD("ncclCommSplit", "finalized comm",
+        ncclInvalidArgument, ncclCommSplit(fin, 0, rank, &sub, NULL));
+    if (sub != NULL) CHECK_NCCL(ncclCommDestroy(sub));
+  }
+  CHECK_NCCL(ncclCommDestroy(fin));
   test_pass("collectives and send/recv: every bad-argument class");
 
   /* A bad call inside a group: the call fails, and ncclGroupEnd reports it. */
@@ -216,10 +301,12 @@ static void test_coll_classes(void) {
   nt_check_allreduce(world, "a group with a failed call");
   test_pass("a failed call inside a group");
 
-  /* Queries and the rest on NULL, destroyed and aborted comms. */
-  ncclComm_t bad[3] = {NULL, dead, aborted};
-  const char *bname[3] = {"NULL comm", "destroyed comm", "aborted comm"};
-  for (int b = 0; b < 3; b++) {
+  /* Queries and the rest on NULL, destroyed and aborted comms, and on
+   * handles that are no communicator. */
+  ncclComm_t bad[5] = {NULL, dead, aborted, fake_comm(0), fake_comm(1)};
+  const char *bname[5] = {"NULL comm", "destroyed comm", "aborted comm", "invalid comm handle",
+                          "invalid comm handle"};
+  for (int b = 0; b < 5; b++) {
     int x = 0;
     ncclResult_t st;
     uint64_t v = 0;
@@ -235,6 +322,11 @@ static void test_coll_classes(void) {
         ncclCommMemStats(bad[b], ncclStatGpuMemTotal, &v));
     BAD("ncclCommRegister", bname[b], ncclInvalidArgument,
         ncclCommRegister(bad[b], bufA, sizeof(int32_t) * C, &h));
+    BAD("ncclCommDeregister", bname[b], ncclInvalidArgument, ncclCommDeregister(bad[b], h));
+    /* No error code to give: the last error, whatever the comm, is a string. */
+    const char *le = ncclGetLastError(bad[b]);
+    CHECK(le != NULL, "ncclGetLastError(%s) is NULL", bname[b]);
+    tried("ncclGetLastError", bname[b]);
     BAD("ncclCommSplit", bname[b], ncclInvalidArgument, ncclCommSplit(bad[b], 0, 0, &nc, NULL));
     BAD("ncclRedOpCreatePreMulSum", bname[b], ncclInvalidArgument,
         ncclRedOpCreatePreMulSum(&o, &iscalar, ncclInt32, ncclScalarHostImmediate, bad[b]));
@@ -282,8 +374,47 @@ static void test_pointers_and_ops(void) {
   CHECK_NCCL(ncclRedOpCreatePreMulSum(&o, &sc, ncclInt32, ncclScalarHostImmediate, world));
   CHECK_NCCL(ncclRedOpDestroy(o, world));
   BAD("ncclRedOpDestroy", "destroyed op", ncclInvalidArgument, ncclRedOpDestroy(o, world));
+  BAD("ncclRedOpCreatePreMulSum", "unknown scalar residence", ncclInvalidArgument,
+      ncclRedOpCreatePreMulSum(&o, &sc, ncclInt32, (ncclScalarResidence_t)7, world));
+
+  /* Registration handles. */
+  void *h = NULL, *h2 = NULL;
+  BAD("ncclCommRegister", cls, ncclInvalidArgument,
+      ncclCommRegister(world, bufA, sizeof(int32_t) * C, NULL));
+  BAD("ncclCommRegister", "NULL buffer, size > 0", ncclInvalidArgument,
+      ncclCommRegister(world, NULL, sizeof(int32_t) * C, &h));
+  BAD("ncclCommDeregister", "NULL handle", ncclInvalidArgument, ncclCommDeregister(world, NULL));
+  BAD("ncclCommDeregister", "unknown handle", ncclInvalidArgument,
+      ncclCommDeregister(world, (void *)bufA));
+  CHECK_NCCL(ncclCommRegister(world, bufA, sizeof(int32_t) * C, &h2));
+  CHECK_NCCL(ncclCommDeregister(world, h2));
+  BAD("ncclCommDeregister", "handle deregistered twice", ncclInvalidArgument,
+      ncclCommDeregister(world, h2));
+  uint64_t v = 0;
+  BAD("ncclCommMemStats", "unknown statistic", ncclInvalidArgument,
+      ncclCommMemStats(world, (ncclCommMemStat_t)99, &v));
+
+  /* ncclMemFree: NULL is a no-op (NVIDIA's calls cudaFree(NULL)); anything
+   * not from ncclMemAlloc, or freed already, is refused. */
+  int32_t on_stack[4];
+  void *p = NULL;
+  BAD("ncclMemFree", "NULL pointer (no-op in NCCL)", ncclSuccess, ncclMemFree(NULL));
+  BAD("ncclMemFree", "pointer not from ncclMemAlloc", ncclInvalidArgument,
+      ncclMemFree(on_stack));
+  BAD("ncclMemFree", "pointer not from ncclMemAlloc", ncclInvalidArgument,
+      ncclMemFree((void *)(bufA + 1)));
+  CHECK_NCCL(ncclMemAlloc(&p, 256));
+  BAD("ncclMemFree", "pointer inside an allocation", ncclInvalidArgument,
+      ncclMemFree((char *)p + 8));
+  CHECK_NCCL(ncclMemFree(p));
+  BAD("ncclMemFree", "freed twice", ncclInvalidArgument, ncclMemFree(p));
+
+  /* Any code has a string, even one past the last. */
+  const char *es = ncclGetErrorString((ncclResult_t)ncclNumResults);
+  CHECK(es != NULL && es[0] != '\0', "ncclGetErrorString(ncclNumResults) is empty");
+  tried("ncclGetErrorString", "unknown result code");
   nt_check_allreduce(world, "NULL pointers and bad ops");
-  test_pass("NULL out-pointers; PreMulSum create/destroy errors");
+  test_pass("NULL out-pointers; PreMulSum, registration and ncclMemFree errors");
 }
 
 static void test_init_classes(void) {
@@ -314,6 +445,12 @@ static void test_init_classes(void) {
   badmagic.magic = 0x12345678u;
   BAD(fn, "config with a bad magic", ncclInvalidArgument,
       ncclCommInitRankConfig(&c, 1, id, 0, &badmagic));
+  ncclConfig_t badfield = NCCL_CONFIG_INITIALIZER;
+  badfield.blocking = 5;
+  BAD(fn, "config with a bad field", ncclInvalidArgument,
+      ncclCommInitRankConfig(&c, 1, id, 0, &badfield));
+  BAD(fn, "rank < 0", ncclInvalidArgument, ncclCommInitRankConfig(&c, 2, id, -1, &cfg));
+  BAD(fn, "NULL out-pointer", ncclInvalidArgument, ncclCommInitRankConfig(NULL, 1, id, 0, &cfg));
 
   fn = "ncclCommInitRankScalable";
   ncclUniqueId ids[2] = {id, id};
@@ -325,11 +462,29 @@ static void test_init_classes(void) {
   BAD(fn, "NULL ids", ncclInvalidArgument, ncclCommInitRankScalable(&c, 1, 0, 1, NULL, NULL));
   BAD(fn, "garbage unique id", ncclInvalidArgument,
       ncclCommInitRankScalable(&c, 1, 0, 1, &junk, NULL));
+  BAD(fn, "NULL out-pointer", ncclInvalidArgument,
+      ncclCommInitRankScalable(NULL, 1, 0, 1, ids, NULL));
+  BAD(fn, "config with a bad magic", ncclInvalidArgument,
+      ncclCommInitRankScalable(&c, 1, 0, 1, ids, &badmagic));
 
   fn = "ncclCommInitAll";
   ncclComm_t cs[2];
   BAD(fn, "ndev < 1", ncclInvalidArgument, ncclCommInitAll(cs, 0, NULL));
   BAD(fn, "ndev < 1", ncclInvalidArgument, ncclCommInitAll(cs, -2, NULL));
+  /* NVIDIA's: a device outside 0..count-1 is ncclInvalidArgument. */
+  const int negdev[1] = {-5};
+  BAD(fn, "negative device in devlist", ncclInvalidArgument,
+      ncclCommInitAll(cs, 1, negdev));
+
+  /* ncclCommSplit: every rank passes the same bad argument, so each fails
+   * before any exchange. */
+  fn = "ncclCommSplit";
+  BAD(fn, "colour below NCCL_SPLIT_NOCOLOR", ncclInvalidArgument,
+      ncclCommSplit(world, -5, rank, &c, NULL));
+  BAD(fn, "config with a bad magic", ncclInvalidArgument,
+      ncclCommSplit(world, 0, rank, &c, &badmagic));
+  BAD(fn, "config with a bad field", ncclInvalidArgument,
+      ncclCommSplit(world, 0, rank, &c, &badfield));
 
   /* The id was never used by a good call: it still works (one rank). */
   CHECK_NCCL(ncclCommInitRank(&c, 1, id, 0));
@@ -478,6 +633,28 @@ static void test_as_nvidia_nccl(void) {
   test_pass("ncclCommFinalize(NULL) is a no-op; a second ncclCommFinalize fails");
 }
 
+/* NCCL has no alignment rule: buffers at odd addresses must work. */
+static void test_misaligned(void) {
+  static unsigned char raw[4 * 64 + 8], rraw[4 * 64 + 8];
+  void *in = raw + 1, *out = rraw + 3;
+  int32_t v[4], got[4];
+  for (int i = 0; i < 4; i++) v[i] = rank + i;
+  memcpy(in, v, sizeof v);
+  CHECK_NCCL(ncclAllReduce(in, out, 4, ncclInt32, ncclSum, world, NULL));
+  memcpy(got, out, sizeof got);
+  for (int i = 0; i < 4; i++)
+    CHECK(got[i] == nranks * (nranks - 1) / 2 + nranks * i, "misaligned allreduce: [%d] = %d",
+          i, (int)got[i]);
+  CHECK_NCCL(ncclAllGather(in, out, 1, ncclInt32, world, NULL));
+  for (int p = 0; p < nranks; p++) {
+    int32_t x;
+    memcpy(&x, (unsigned char *)out + 4 * p, sizeof x);
+    CHECK(x == p, "misaligned allgather: [%d] = %d", p, (int)x);
+  }
+  nt_check_allreduce(world, "misaligned buffers");
+  test_pass("misaligned buffers work");
+}
+
 static void on_alarm(int sig) {
   (void)sig;
   static const char m[] = "FAIL t_nccl_errors: still running after 60 s (a bad call hung)\n";
@@ -498,13 +675,22 @@ int main(int argc, char **argv) {
   test_init_classes();
   test_group_usage();
   test_unsupported();
+  test_misaligned();
   /* The count, printed before the last two pairs are tried (they are
    * counted), so that it shows even when one of them fails. */
   tried("ncclCommFinalize", "NULL comm (no-op in NCCL)");
   tried("ncclCommFinalize", "finalized twice");
   if (rank == 0) {
-    printf("t_nccl_errors: %d (function x bad-input class) pairs tried, %d ranks\n", npairs,
-           nranks);
+    int nfns = 0;
+    for (int i = 0; i < npairs; i++) {
+      size_t len = strcspn(pairs[i], " ");
+      int seen = 0;
+      for (int j = 0; j < i && !seen; j++)
+        seen = strncmp(pairs[j], pairs[i], len) == 0 && pairs[j][len] == ' ';
+      nfns += !seen;
+    }
+    printf("t_nccl_errors: NCCL: %d functions, %d (function x bad-input class) pairs tried, "
+           "%d ranks\n", nfns, npairs, nranks);
     if (getenv("NCCL_ERRORS_LIST_PAIRS"))
       for (int i = 0; i < npairs; i++) printf("  %s\n", pairs[i]);
     fflush(stdout);
@@ -512,7 +698,14 @@ int main(int argc, char **argv) {
   test_as_nvidia_nccl();
   nt_check_allreduce(world, "every bad call");
   CHECK_NCCL(ncclCommDestroy(world));
-  if (rank == 0) printf("t_nccl_errors: %ld bad calls, every one answered as expected\n", nbad);
+  /* The world comm itself, destroyed, is dead too. */
+  int x = 0;
+  BAD("ncclAllReduce", "destroyed comm", ncclInvalidArgument,
+      ncclAllReduce(bufA, bufB, C, ncclInt32, ncclSum, world, NULL));
+  BAD("ncclCommCount", "destroyed comm", ncclInvalidArgument, ncclCommCount(world, &x));
+  BAD("ncclCommDestroy", "destroyed comm", ncclInvalidArgument, ncclCommDestroy(world));
+  if (rank == 0)
+    printf("t_nccl_errors: %ld bad calls, every one answered as expected\n", nbad);
   free(bufA);
   free(bufB);
   CHECK_MPI(MPI_Finalize());

@@ -6,6 +6,7 @@ pub mod allreduce;
 pub mod alltoall;
 pub mod barrier;
 pub mod bcast;
+pub mod check;
 pub mod gather;
 pub mod hier;
 pub mod reduce;

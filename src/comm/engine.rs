@@ -917,6 +917,11 @@ impl Engine {
         if let Some((rank, code)) = seg.aborted() {
             return Err(Error::Aborted { rank, code });
         }
+        // Another rank of this host found a peer dead: the ranks this wait
+        // needs may be stuck because of it, so fail now, naming the dead one.
+        if let Some(rank) = seg.dead() {
+            return Err(Error::PeerDied { rank, op });
+        }
         if self
             .cancel
             .as_ref()
@@ -940,6 +945,7 @@ impl Engine {
             param::debug_log(param::DebugLevel::Warn, || {
                 format!("link to rank {p} failed: {why}")
             });
+            seg.set_dead(p);
             return Err(Error::PeerDied { rank: p, op });
         }
         for &p in peers {
@@ -948,6 +954,7 @@ impl Engine {
                 // It may have sent everything before exiting: drain first.
                 self.progress();
                 if strict || self.still_needs(p) {
+                    seg.set_dead(p);
                     return Err(Error::PeerDied { rank: p, op });
                 }
             }

@@ -7,7 +7,9 @@ use super::ops::{check_op, with_reducer, OpSpec};
 use super::ptr::{self, check_buf, check_disjoint, is_in_place};
 use super::state::{call, Runtime};
 use super::types::{count_of, TypeInfo};
+use crate::coll::check::Signature;
 use crate::coll::{self, Ctx};
+use crate::comm::{engine::Engine, Comm};
 use std::os::raw::{c_int, c_void};
 
 fn bad_root(root: c_int, n: usize) -> MpiResult<usize> {
@@ -67,6 +69,14 @@ enum Layout<'a> {
 }
 
 impl Layout<'_> {
+    /// The count of every block, unless counts are per rank.
+    fn uniform(&self) -> Option<usize> {
+        match *self {
+            Layout::Uniform { count, .. } => Some(count as usize),
+            Layout::Listed { .. } => None,
+        }
+    }
+
     fn len(&self) -> usize {
         match *self {
             Layout::Uniform { n, .. } => n,
@@ -142,14 +152,15 @@ fn v_blocks(layout: Layout, t: &TypeInfo, out: &mut [(usize, usize)]) -> MpiResu
     for (p, (o, b)) in offs.iter_mut().zip(out.iter_mut()).enumerate() {
         let (c, d) = layout.at(p);
         let len = t.bytes(c)?;
+        let overflow = || MpiErr::new(MPI_ERR_ARG, format!("displacement {d} overflows"));
         *o = isize::try_from(d)
             .ok()
             .and_then(|d| d.checked_mul(t.extent as isize))
-            .ok_or_else(|| MpiErr::new(MPI_ERR_ARG, format!("displacement {d} overflows")))?;
+            .ok_or_else(overflow)?;
         *b = (0, len);
         if len > 0 {
             base = base.min(*o);
-            end = end.max(*o + len as isize);
+            end = end.max(o.checked_add(len as isize).ok_or_else(overflow)?);
         }
     }
     for (o, b) in offs.iter().zip(out.iter_mut()) {
@@ -185,10 +196,106 @@ impl Runtime {
     }
 }
 
+/// Starts a collective call; with `FERROCOLL_CHECK` on, the ranks first
+/// compare their calls (`sig` is only built then).
+fn begin<'a>(
+    eng: &'a mut Engine,
+    c: &'a mut Comm,
+    name: &'static str,
+    sig: impl FnOnce() -> Signature,
+) -> crate::error::Result<Ctx<'a>> {
+    if crate::param::params().check {
+        coll::check::agree(&mut Ctx::new(eng, c).named(name), &sig())?;
+    }
+    Ok(Ctx::new(eng, c).named(name))
+}
+
 macro_rules! ctx {
-    ($eng:expr, $c:expr, $name:expr) => {
-        &mut Ctx::new($eng, $c).named($name)
+    ($eng:expr, $c:expr, $name:expr, $sig:expr) => {
+        &mut begin($eng, $c, $name, || $sig)?
     };
+}
+
+/// `count` elements of `t` as a message names them.
+fn type_text(count: usize, t: &TypeInfo) -> String {
+    if t.derived {
+        format!(
+            "{count} x derived type ({} bytes of {})",
+            t.size, t.base.macro_name
+        )
+    } else {
+        format!("{count} x {}", t.base.macro_name)
+    }
+}
+
+/// `sig` with each rank's part being `count` elements of `t`: the type
+/// signature (data bytes and element type) must agree, as MPI requires.
+/// `MPI_BYTE` and `MPI_PACKED` match any element type.
+fn typed(sig: Signature, count: usize, t: &TypeInfo) -> Signature {
+    let bytes = count * t.size;
+    match t.base.handle {
+        MPI_BYTE | MPI_PACKED => sig.bytes(bytes),
+        h => sig.data(bytes, h as u32),
+    }
+}
+
+/// An op as a message names it, and its id.
+fn op_text(op: OpSpec, handle: MPI_Op) -> String {
+    match op {
+        OpSpec::Builtin(_, name) => name.to_string(),
+        OpSpec::User(_) => format!("user op {handle:#x}"),
+    }
+}
+
+/// A reduction's signature: `count` elements of `red`'s type, its op.
+fn red_sig(
+    name: &'static str,
+    count: usize,
+    red: &Red,
+    root: Option<usize>,
+    op: MPI_Op,
+) -> Signature {
+    let at = root.map(|r| format!(", root {r}")).unwrap_or_default();
+    let text = format!(
+        "{name}({}, {}{at})",
+        type_text(count, &red.t),
+        op_text(red.op, op)
+    );
+    let sig = typed(Signature::new(name, text), count, &red.t).op(op as u32);
+    match root {
+        Some(r) => sig.root(r),
+        None => sig,
+    }
+}
+
+/// The signature of a gather, scatter, allgather or alltoall whose parts
+/// are `count` elements of `t` each (`None`: per-rank counts, a v-variant,
+/// where only the element type is compared).
+fn parts_sig(
+    name: &'static str,
+    count: Option<usize>,
+    t: &TypeInfo,
+    root: Option<usize>,
+) -> Signature {
+    let at = root.map(|r| format!(", root {r}")).unwrap_or_default();
+    let sig = match count {
+        Some(k) => typed(
+            Signature::new(name, format!("{name}({} per rank{at})", type_text(k, t))),
+            k,
+            t,
+        ),
+        None => {
+            let text = format!("{name}(counts per rank of {}{at})", t.base.macro_name);
+            match t.base.handle {
+                MPI_BYTE | MPI_PACKED => Signature::new(name, text),
+                h => Signature::new(name, text).elem(h as u32),
+            }
+        }
+    };
+    match root {
+        Some(r) => sig.root(r),
+        None => sig,
+    }
 }
 
 /// Exports `MPI_Barrier`.
@@ -202,7 +309,12 @@ pub extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
 pub extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
     call("MPI_Barrier", comm, |rt| {
         rt.with_comm(comm, |eng, c| {
-            Ok(coll::barrier::barrier(ctx!(eng, c, "MPI_Barrier"))?)
+            Ok(coll::barrier::barrier(ctx!(
+                eng,
+                c,
+                "MPI_Barrier",
+                Signature::new("MPI_Barrier", "MPI_Barrier()".into())
+            ))?)
         })
     })
 }
@@ -231,12 +343,21 @@ pub extern "C" fn PMPI_Bcast(
     call("MPI_Bcast", comm, |rt| {
         let (_, n) = rt.size_of(comm)?;
         let root = bad_root(root, n)?;
-        let bytes = rt.type_info(datatype)?.bytes(count)?;
+        let t = rt.type_info(datatype)?;
+        let bytes = t.bytes(count)?;
         check_buf(buffer, bytes, "buffer")?;
         // SAFETY: the buffer holds count elements of datatype (checked non-null).
         let buf = unsafe { ptr::bytes_mut(buffer, bytes) };
         rt.with_comm(comm, |eng, c| {
-            Ok(coll::bcast::bcast(ctx!(eng, c, "MPI_Bcast"), buf, root)?)
+            Ok(coll::bcast::bcast(
+                ctx!(eng, c, "MPI_Bcast", {
+                    let k = count as usize;
+                    let text = format!("MPI_Bcast({}, root {root})", type_text(k, &t));
+                    typed(Signature::new("MPI_Bcast", text), k, &t).root(root)
+                }),
+                buf,
+                root,
+            )?)
         })
     })
 }
@@ -289,7 +410,12 @@ pub extern "C" fn PMPI_Reduce(
         with_reducer(red.op, red.dt, red.t, |r| {
             rt.with_comm(comm, |eng, c| {
                 Ok(coll::reduce::reduce(
-                    ctx!(eng, c, "MPI_Reduce"),
+                    ctx!(
+                        eng,
+                        c,
+                        "MPI_Reduce",
+                        red_sig("MPI_Reduce", count as usize, &red, Some(root), op)
+                    ),
                     send,
                     recv,
                     root,
@@ -340,7 +466,12 @@ pub extern "C" fn PMPI_Allreduce(
         with_reducer(red.op, red.dt, red.t, |r| {
             rt.with_comm(comm, |eng, c| {
                 Ok(coll::allreduce::allreduce(
-                    ctx!(eng, c, "MPI_Allreduce"),
+                    ctx!(
+                        eng,
+                        c,
+                        "MPI_Allreduce",
+                        red_sig("MPI_Allreduce", count as usize, &red, None, op)
+                    ),
                     send,
                     recv,
                     r,
@@ -377,7 +508,7 @@ fn scan_like(
         let recv = unsafe { ptr::bytes_mut(recvbuf, bytes) };
         with_reducer(red.op, red.dt, red.t, |r| {
             rt.with_comm(comm, |eng, c| {
-                let cx = ctx!(eng, c, name);
+                let cx = ctx!(eng, c, name, red_sig(name, count as usize, &red, None, op));
                 if exclusive {
                     coll::scan::exscan(cx, send, recv, r)?;
                 } else {
@@ -485,7 +616,12 @@ fn reduce_scatter_body(
     with_reducer(red.op, red.dt, red.t, |r| {
         rt.with_comm(comm, |eng, c| {
             Ok(coll::reduce_scatter::reduce_scatter(
-                ctx!(eng, c, name),
+                ctx!(eng, c, name, {
+                    // The counts must be the same list everywhere; their
+                    // total stands for it.
+                    let k: usize = counts.iter().map(|&k| k as usize).sum();
+                    red_sig(name, k, &red, None, op)
+                }),
                 send,
                 recv,
                 lens,
@@ -596,10 +732,13 @@ fn gather_body(
     let sbytes = own_bytes(rt, sendbuf, sendcount, sendtype, in_place, "sendbuf")?;
     // SAFETY: checked non-null and sized by count and datatype.
     let send = (!in_place).then(|| unsafe { ptr::bytes(sendbuf, sbytes) });
+    let v = matches!(layout, Layout::Listed { .. });
     if me != root {
+        let st = rt.type_info(sendtype)?;
+        let k = (!v).then_some(sendcount.max(0) as usize);
         return rt.with_comm(comm, |eng, c| {
             Ok(coll::gather::gatherv(
-                ctx!(eng, c, name),
+                ctx!(eng, c, name, parts_sig(name, k, &st, Some(root))),
                 send,
                 None,
                 &[],
@@ -618,9 +757,10 @@ fn gather_body(
     // SAFETY: the receive buffer covers every block (MPI contract), checked
     // non-null, and does not overlap the send buffer.
     let recv = unsafe { ptr::bytes_mut(at(recvbuf, base), span) };
+    let k = layout.uniform();
     rt.with_comm(comm, |eng, c| {
         Ok(coll::gather::gatherv(
-            ctx!(eng, c, name),
+            ctx!(eng, c, name, parts_sig(name, k, &rt_info, Some(root))),
             send,
             Some(recv),
             blocks,
@@ -758,12 +898,15 @@ fn scatter_body(
 ) -> MpiResult<()> {
     let in_place = in_place_at_root(recvbuf, me, root)?;
     let rbytes = own_bytes(rt, recvbuf, recvcount, recvtype, in_place, "recvbuf")?;
+    let v = matches!(layout, Layout::Listed { .. });
     if me != root {
+        let rinfo = rt.type_info(recvtype)?;
+        let k = (!v).then_some(recvcount.max(0) as usize);
         // SAFETY: checked non-null and sized by count and datatype.
         let recv = unsafe { ptr::bytes_mut(recvbuf, rbytes) };
         return rt.with_comm(comm, |eng, c| {
             Ok(coll::gather::scatterv(
-                ctx!(eng, c, name),
+                ctx!(eng, c, name, parts_sig(name, k, &rinfo, Some(root))),
                 None,
                 &[],
                 Some(recv),
@@ -784,9 +927,10 @@ fn scatter_body(
     let send = unsafe { ptr::bytes(at(sendbuf, base), span) };
     // SAFETY: as above.
     let recv = (!in_place).then(|| unsafe { ptr::bytes_mut(recvbuf, rbytes) });
+    let k = layout.uniform();
     rt.with_comm(comm, |eng, c| {
         Ok(coll::gather::scatterv(
-            ctx!(eng, c, name),
+            ctx!(eng, c, name, parts_sig(name, k, &st, Some(root))),
             Some(send),
             blocks,
             recv,
@@ -942,7 +1086,12 @@ fn allgather_body(
     let recv = unsafe { ptr::bytes_mut(at(recvbuf, base), span) };
     rt.with_comm(comm, |eng, c| {
         Ok(coll::allgather::allgatherv(
-            ctx!(eng, c, name),
+            ctx!(
+                eng,
+                c,
+                name,
+                parts_sig(name, layout.uniform(), &rinfo, None)
+            ),
             send,
             recv,
             blocks,
@@ -1073,7 +1222,12 @@ fn alltoall_body(
         let send = recv.to_vec();
         return rt.with_comm(comm, |eng, c| {
             Ok(coll::alltoall::alltoallv(
-                ctx!(eng, c, name),
+                ctx!(
+                    eng,
+                    c,
+                    name,
+                    parts_sig(name, rlayout.uniform(), &rinfo, None)
+                ),
                 &send,
                 rblocks,
                 recv,
@@ -1091,7 +1245,12 @@ fn alltoall_body(
     let send = unsafe { ptr::bytes(at(sendbuf, sbase), sspan) };
     rt.with_comm(comm, |eng, c| {
         Ok(coll::alltoall::alltoallv(
-            ctx!(eng, c, name),
+            ctx!(
+                eng,
+                c,
+                name,
+                parts_sig(name, rlayout.uniform(), &rinfo, None)
+            ),
             send,
             sblocks,
             recv,

@@ -361,6 +361,10 @@ pub extern "C" fn PMPI_Sendrecv(
             ));
         }
         let plan = rt.plan_send(sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
+        // "The send buffer and receive buffer must be disjoint": checked
+        // before the receive is posted, so a refused call leaves nothing.
+        let rbytes = rt.type_info(recvtype)?.bytes(recvcount)?;
+        ptr::check_disjoint(sendbuf, plan.raw.len(), recvbuf, rbytes)?;
         let r = rt.post_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
         let s = rt.start_send(plan)?;
         let st = rt.finish(r, "MPI_Sendrecv")?;
@@ -717,7 +721,14 @@ pub extern "C" fn PMPI_Get_count(
     count: *mut c_int,
 ) -> c_int {
     call("MPI_Get_count", MPI_COMM_WORLD, |rt| {
-        let t = rt.type_info(datatype)?;
+        // Only communication needs a committed type (MPI-4.0 5.1.9).
+        let t = rt.type_info_any(datatype, true)?;
+        if std::ptr::eq(status, ptr::STATUS_IGNORE) {
+            return Err(MpiErr::new(
+                MPI_ERR_ARG,
+                "status is MPI_STATUS_IGNORE, which holds nothing to read",
+            ));
+        }
         let st = ptr::get(status, "status")?;
         let bytes =
             (st.count_lo as u32 as u64) | (((st.count_hi_and_cancelled as u32 as u64) >> 1) << 32);

@@ -22,15 +22,19 @@ pub struct TypeInfo {
 }
 
 impl TypeInfo {
-    /// Bytes occupied by `count` elements, or `MPI_ERR_COUNT`.
+    /// Bytes occupied by `count` elements, or `MPI_ERR_COUNT` when no
+    /// buffer can be that large (over `PTRDIFF_MAX`, the most any object
+    /// may span).
     pub fn bytes(&self, count: c_int) -> MpiResult<usize> {
         let c = count_of(count)?;
-        c.checked_mul(self.extent).ok_or_else(|| {
-            MpiErr::new(
-                MPI_ERR_COUNT,
-                format!("count {count} overflows the address space"),
-            )
-        })
+        c.checked_mul(self.extent)
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or_else(|| {
+                MpiErr::new(
+                    MPI_ERR_COUNT,
+                    format!("count {count} overflows the address space"),
+                )
+            })
     }
 
     /// Data bytes in a message of `raw` transferred bytes (pair types have
@@ -64,7 +68,13 @@ impl Runtime {
         self.type_info_any(dt, false)
     }
 
-    fn type_info_any(&self, dt: MPI_Datatype, allow_uncommitted: bool) -> MpiResult<TypeInfo> {
+    /// Like `type_info`, also for uncommitted derived types when
+    /// `allow_uncommitted` (only communication needs a committed type).
+    pub(crate) fn type_info_any(
+        &self,
+        dt: MPI_Datatype,
+        allow_uncommitted: bool,
+    ) -> MpiResult<TypeInfo> {
         if let Some(b) = datatypes::builtin(dt) {
             return Ok(TypeInfo {
                 size: b.elem.size(),
@@ -102,7 +112,12 @@ pub extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_i
 pub extern "C" fn PMPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
     call("MPI_Type_size", MPI_COMM_WORLD, |rt| {
         let t = rt.type_info_any(datatype, true)?;
-        ptr::put(size, t.size as c_int, "size")
+        // A size an int cannot hold is MPI_UNDEFINED (MPI-4.0 5.1.5).
+        ptr::put(
+            size,
+            c_int::try_from(t.size).unwrap_or(MPI_UNDEFINED),
+            "size",
+        )
     })
 }
 

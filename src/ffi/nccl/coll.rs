@@ -133,6 +133,7 @@ fn common(
 ) -> NcclResult<(Arc<Shared>, ElemType)> {
     // SAFETY: shared_of checks the handle.
     let sh = unsafe { shared_of(comm) }?;
+    sh.check_open()?;
     let ty = elem_type(datatype)?;
     check_stream(stream)?;
     Ok((sh, ty))

@@ -147,6 +147,17 @@ impl Shared {
         })
     }
 
+    /// Fails once `ncclCommFinalize` was called: after it the communicator
+    /// takes no new work and may only be queried and destroyed.
+    pub fn check_open(&self) -> NcclResult<()> {
+        if self.finalized.load(Ordering::SeqCst) {
+            return Err(NcclErr::arg(
+                "comm was finalized (ncclCommFinalize): it takes no new work",
+            ));
+        }
+        Ok(())
+    }
+
     /// Joins the communicator `id` names and records the outcome.
     pub fn set_up(&self, id: &UniqueId) -> NcclResult<()> {
         let r = unique_id::join(id, self.size, self.rank).map_err(NcclErr::from);

@@ -224,17 +224,22 @@ pub extern "C" fn pncclCommInitAll(
             return Err(NcclErr::arg(format!("ndev {ndev} must be at least 1")));
         }
         let n = ndev as usize;
+        let devs: Vec<c_int> = if devlist.is_null() {
+            (0..ndev).collect()
+        } else {
+            // SAFETY: a non-null devlist holds ndev entries (NCCL's contract).
+            unsafe { std::slice::from_raw_parts(devlist, n) }.to_vec()
+        };
+        // Host mode has no device count to check against; a negative
+        // index is no device anywhere.
+        if let Some(d) = devs.iter().find(|&&d| d < 0) {
+            return Err(NcclErr::arg(format!("devlist names device {d}")));
+        }
         let id = unique_id::make()?;
-        let all: Vec<Arc<Shared>> = (0..n)
-            .map(|i| {
-                let dev = if devlist.is_null() {
-                    i as c_int
-                } else {
-                    // SAFETY: a non-null devlist holds ndev entries.
-                    unsafe { *devlist.add(i) }
-                };
-                Shared::pending(i, n, dev, Settings::default())
-            })
+        let all: Vec<Arc<Shared>> = devs
+            .iter()
+            .enumerate()
+            .map(|(i, &dev)| Shared::pending(i, n, dev, Settings::default()))
             .collect();
         let setups: Vec<Setup> = all
             .iter()
@@ -325,6 +330,7 @@ pub extern "C" fn pncclCommSplit(
     entry("ncclCommSplit", || {
         // SAFETY: shared_of checks the handle.
         let parent = unsafe { shared_of(comm) }?;
+        parent.check_open()?;
         if newcomm.is_null() {
             return Err(NcclErr::arg("newcomm is NULL"));
         }

@@ -53,9 +53,10 @@ impl From<Error> for NcclErr {
         let code = match &e {
             Error::InvalidArg(_) => ncclInvalidArgument,
             // Ranks disagreeing on sizes is a usage error, as in NCCL.
-            Error::Truncated { .. } | Error::Unsupported(_) | Error::Cancelled { .. } => {
-                ncclInvalidUsage
-            }
+            Error::Truncated { .. }
+            | Error::Unsupported(_)
+            | Error::Cancelled { .. }
+            | Error::Mismatch(_) => ncclInvalidUsage,
             Error::PeerDied { .. } | Error::Aborted { .. } => ncclRemoteError,
             Error::Timeout { .. } => ncclTimeout,
             Error::Os(_) => ncclSystemError,

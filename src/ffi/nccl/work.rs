@@ -4,6 +4,7 @@
 
 use super::comm::Core;
 use super::result::{NcclErr, NcclResult};
+use crate::coll::check::Signature;
 use crate::coll::{self, Ctx, Reducer};
 use crate::comm::buffer::RawBuf;
 use crate::comm::engine::Match;
@@ -82,9 +83,70 @@ pub struct Job {
 }
 
 impl Job {
+    /// What `FERROCOLL_CHECK` compares across ranks: NCCL requires the
+    /// same count, type, op and root everywhere.
+    pub fn signature(&self) -> Signature {
+        let root = match self.kind {
+            Kind::Broadcast(r) | Kind::Reduce(r) | Kind::Gather(r) | Kind::Scatter(r) => Some(r),
+            _ => None,
+        };
+        let (op_id, op_name) = match &self.red {
+            None => (None, String::new()),
+            Some(Red::Op(o)) => {
+                let (id, name) = match o {
+                    Op::Sum => (0, "ncclSum"),
+                    Op::Prod => (1, "ncclProd"),
+                    Op::Max => (2, "ncclMax"),
+                    Op::Min => (3, "ncclMin"),
+                    _ => (99, "another op"),
+                };
+                (Some(id), format!(", {name}"))
+            }
+            Some(Red::Avg) => (Some(4), ", ncclAvg".to_string()),
+            // Each rank may scale by its own scalar.
+            Some(Red::PreMul(_)) => (Some(5), ", a PreMulSum op".to_string()),
+        };
+        let at = root.map(|r| format!(", root {r}")).unwrap_or_default();
+        let text = format!(
+            "{}(count {}, {}{op_name}{at})",
+            self.name,
+            self.count,
+            type_name(self.ty)
+        );
+        let sig =
+            Signature::new(self.name, text).data(self.count * self.ty.extent(), self.ty as u32);
+        let sig = match root {
+            Some(r) => sig.root(r),
+            None => sig,
+        };
+        match op_id {
+            Some(id) => sig.op(id),
+            None => sig,
+        }
+    }
+
     /// Whether this is a point-to-point operation.
     pub fn is_p2p(&self) -> bool {
         matches!(self.kind, Kind::Send(_) | Kind::Recv(_))
+    }
+}
+
+/// NCCL's name of an element type, for messages.
+fn type_name(ty: ElemType) -> &'static str {
+    match ty {
+        ElemType::I8 => "ncclInt8",
+        ElemType::U8 => "ncclUint8",
+        ElemType::I32 => "ncclInt32",
+        ElemType::U32 => "ncclUint32",
+        ElemType::I64 => "ncclInt64",
+        ElemType::U64 => "ncclUint64",
+        ElemType::F16 => "ncclFloat16",
+        ElemType::F32 => "ncclFloat32",
+        ElemType::F64 => "ncclFloat64",
+        ElemType::Bf16 => "ncclBfloat16",
+        ElemType::F8E4M3 => "ncclFloat8e4m3",
+        ElemType::F8E5M2 => "ncclFloat8e5m2",
+        _ => "a type NCCL lacks",
     }
 }
 
@@ -271,6 +333,12 @@ pub fn run(job: &Job, core: &mut Core) -> NcclResult<()> {
     let (n, me) = (core.comm.size(), core.comm.rank());
     let ty = job.ty;
     let b = job.count * ty.extent();
+    // Before the empty-call shortcut: a rank with count 0 against one with
+    // data is a mismatch too.
+    if crate::param::params().check {
+        let c = &mut Ctx::new(&mut core.eng, &mut core.comm).named(job.name);
+        coll::check::agree(c, &job.signature())?;
+    }
     if b == 0 {
         return Ok(());
     }

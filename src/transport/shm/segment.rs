@@ -33,6 +33,10 @@ struct Header {
     /// 0, or 1 + the world rank that aborted.
     abort_rank: AtomicU32,
     abort_code: AtomicI32,
+    /// 0, or 1 + the world rank some rank found dead while it still
+    /// needed it: every rank's waits then fail naming it, also waits on
+    /// live ranks that stopped because of it.
+    dead_rank: AtomicU32,
 }
 
 /// A mapped segment shared by all ranks of one host.
@@ -258,6 +262,26 @@ impl Segment {
         }
     }
 
+    /// Records that world rank `rank` died while the job still needed it
+    /// (the first such rank stays) and wakes every rank.
+    pub fn set_dead(&self, rank: usize) {
+        let h = self.header();
+        let _ =
+            h.dead_rank
+                .compare_exchange(0, rank as u32 + 1, Ordering::AcqRel, Ordering::Acquire);
+        for r in 0..self.nranks {
+            self.doorbell(r).ring();
+        }
+    }
+
+    /// The world rank recorded by `set_dead`, if any.
+    pub fn dead(&self) -> Option<usize> {
+        match self.header().dead_rank.load(Ordering::Acquire) {
+            0 => None,
+            r => Some(r as usize - 1),
+        }
+    }
+
     /// The (rank, code) that aborted the job, if any.
     pub fn aborted(&self) -> Option<(usize, i32)> {
         let h = self.header();
@@ -327,6 +351,10 @@ mod tests {
         assert_eq!(s0.pid_of(0), std::process::id());
         s0.set_abort(1, 7);
         assert_eq!(s0.aborted(), Some((1, 7)));
+        assert_eq!(s0.dead(), None);
+        s0.set_dead(1);
+        s0.set_dead(0);
+        assert_eq!(s0.dead(), Some(1), "the first death recorded stays");
     }
 
     #[test]

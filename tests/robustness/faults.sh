@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Fault injection: RUNS times, start a job of 2-8 ranks (shared memory or
+# TCP) looping over one collective (random op and size), kill -9 a random
+# rank at a random moment, and check that
+#   - without a launcher (ranks started from torchrun-style variables, so
+#     nothing else takes the job down), every survivor's call fails with an
+#     error naming the dead rank ("peer rank V died during MPI_X"), and how
+#     long that took;
+#   - under ferrorun, the launcher exits non-zero within 2 s of the death;
+#   - no rank process and no /dev/shm/ferrocoll-* file is left behind.
+# Prints a table and exits non-zero if any run failed a check.
+#
+# Usage: tests/robustness/faults.sh [RUNS]   (default 50)
+#   FAULT_SEED     random seed (printed; rerun with it to repeat a sequence)
+#   FERROCOLL_LIB_DIR  where libferrocoll.so and ferrorun are (target/release)
+set -u
+cd "$(dirname "$0")/../.."
+runs=${1:-50}
+libdir=$(realpath "${FERROCOLL_LIB_DIR:-target/release}")
+ferrorun=$libdir/ferrorun
+seed=${FAULT_SEED:-$$}
+RANDOM=$seed
+[ -x "$ferrorun" ] && [ -e "$libdir/libferrocoll.so" ] || {
+  echo "faults.sh: build first (cargo build --release): no $libdir/{ferrorun,libferrocoll.so}" >&2
+  exit 2
+}
+
+work=$(mktemp -d /tmp/ferrocoll-faults.XXXXXX)
+started=()
+cleanup() {
+  for p in "${started[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for f in "$work"/run*/pid.*; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+cc -O1 -Wall -Werror -Iinclude tests/robustness/storm.c -o "$work/storm" \
+  -L"$libdir" -lferrocoll -Wl,-rpath,"$libdir" || exit 2
+
+ops=(allreduce bcast reduce allgather alltoall gather scatter reduce_scatter barrier sendrecv scan)
+sizes=(8 1024 65536 1048576 4194304)
+secret=$(printf '%064d' 5)
+now() { date +%s.%N; }
+# Seconds from $1 to $2, three decimals.
+since() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b-a}'; }
+
+# Waits until DIR holds N files named WHAT.*, at most 30 s.
+wait_files() {
+  local dir=$1 what=$2 n=$3 t=0
+  while [ "$(find "$dir" -name "$what.*" | wc -l)" -lt "$n" ]; do
+    sleep 0.02
+    t=$((t + 1))
+    [ $t -gt 1500 ] && return 1
+  done
+  return 0
+}
+
+shm_files() { find /dev/shm -maxdepth 1 -name 'ferrocoll-*' 2>/dev/null | sort; }
+
+results=$work/results
+: >"$results"
+failures=0
+echo "faults.sh: $runs runs, seed $seed"
+for ((i = 1; i <= runs; i++)); do
+  mode=$([ $((i % 2)) -eq 1 ] && echo env || echo ferrorun)
+  transport=$([ $((RANDOM % 2)) -eq 0 ] && echo shm || echo tcp)
+  n=$((2 + RANDOM % 7))
+  op=${ops[$((RANDOM % ${#ops[@]}))]}
+  bytes=${sizes[$((RANDOM % ${#sizes[@]}))]}
+  victim=$((RANDOM % n))
+  delay_ms=$((RANDOM % 800))
+  dir=$work/run$i
+  mkdir -p "$dir"
+  before=$(shm_files)
+  tenv=(FERROCOLL_DEBUG=warn)
+  [ "$transport" = tcp ] && tenv+=(FERROCOLL_TRANSPORT=tcp)
+  pids=()
+  if [ "$mode" = env ]; then
+    port=$((20000 + RANDOM % 20000))
+    for ((r = 0; r < n; r++)); do
+      env "${tenv[@]}" RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n \
+        MASTER_ADDR=127.0.0.1 MASTER_PORT=$port FERROCOLL_SECRET="$secret" \
+        timeout -s KILL 60 "$work/storm" "$op" "$bytes" "$dir" \
+        >"$dir/out.$r" 2>"$dir/err.$r" &
+      pids+=($!)
+      started+=($!)
+    done
+  else
+    env "${tenv[@]}" timeout -s KILL 60 "$ferrorun" -n "$n" "$work/storm" "$op" "$bytes" "$dir" \
+      >"$dir/out" 2>"$dir/err" &
+    fpid=$!
+    started+=($fpid)
+  fi
+  verdict=ok
+  detect=""
+  if ! wait_files "$dir" ready "$n"; then
+    verdict="FAILED: the job did not start"
+  else
+    sleep "$(awk -v d=$delay_ms 'BEGIN{printf "%.3f", d/1000}')"
+    t_kill=$(now)
+    kill -9 "$(cat "$dir/pid.$victim")"
+    if [ "$mode" = env ]; then
+      for ((r = 0; r < n; r++)); do
+        wait "${pids[$r]}" 2>/dev/null
+        rc=$?
+        [ $r -eq $victim ] && continue
+        line=$(grep '^DETECTED' "$dir/out.$r")
+        if [ $rc -ne 3 ] || [ -z "$line" ]; then
+          verdict="FAILED: rank $r exited $rc without an error"
+        elif ! grep -q "peer rank $victim died during MPI_" "$dir/err.$r"; then
+          verdict="FAILED: rank $r did not name rank $victim: $(tail -c 300 "$dir/err.$r")"
+        else
+          d=$(since "$t_kill" "$(echo "$line" | cut -d' ' -f3)")
+          detect=$(printf '%s\n%s\n' "$detect" "$d" | sort -g | tail -1)
+        fi
+      done
+    else
+      wait "$fpid" 2>/dev/null
+      rc=$?
+      detect=$(since "$t_kill" "$(now)")
+      if [ $rc -eq 0 ]; then
+        verdict="FAILED: ferrorun exited 0"
+      elif awk -v d="$detect" 'BEGIN{exit !(d > 2)}'; then
+        verdict="FAILED: ferrorun took ${detect}s to exit"
+      elif ! grep -q "rank $victim" "$dir/err"; then
+        verdict="FAILED: ferrorun did not name rank $victim: $(tail -c 300 "$dir/err")"
+      fi
+    fi
+  fi
+  # Leftovers: processes of this run still alive, new segment files.
+  sleep 0.1
+  left=0
+  for f in "$dir"/pid.*; do
+    [ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && left=$((left + 1)) &&
+      kill -9 "$(cat "$f")" 2>/dev/null
+  done
+  new_shm=$(comm -13 <(echo "$before") <(shm_files) | grep -c . || true)
+  left=$((left + new_shm))
+  [ $left -gt 0 ] && [ "$verdict" = ok ] && verdict="FAILED: $left leftovers"
+  # Reap anything still running from this run.
+  for p in "${pids[@]}" ${fpid:+$fpid}; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  started=()
+  fpid=""
+  printf '%3d %-8s %-3s n=%d %-14s %8d B victim %d after %3d ms: %s%s\n' \
+    "$i" "$mode" "$transport" "$n" "$op" "$bytes" "$victim" "$delay_ms" \
+    "${detect:+${detect}s }" "$verdict"
+  [ "$verdict" = ok ] || failures=$((failures + 1))
+  echo "$mode $transport $([ "$verdict" = ok ] && echo 1 || echo 0) ${detect:-nan} $left" >>"$results"
+done
+
+echo
+echo "| launch | transport | runs | detected | time to detect, median | max | leftovers |"
+echo "|---|---|---|---|---|---|---|"
+for mode in env ferrorun; do
+  for transport in shm tcp all; do
+    sel() { awk -v m=$mode -v t=$transport '$1 == m && (t == "all" || $2 == t)' "$results"; }
+    nruns=$(sel | wc -l)
+    [ "$nruns" -eq 0 ] && continue
+    ok=$(sel | awk '{s += $3} END {print s + 0}')
+    left=$(sel | awk '{s += $5} END {print s + 0}')
+    sel | awk '$4 != "nan" {print $4}' | sort -g >"$work/sorted"
+    k=$(wc -l <"$work/sorted")
+    med=$(awk -v k="$k" 'NR == int((k + 1) / 2) {a = $1} NR == int(k / 2) + 1 {b = $1}
+                         END {printf "%.3f", k ? (a + b) / 2 : 0}' "$work/sorted")
+    max=$(tail -1 "$work/sorted")
+    who=$([ "$mode" = env ] && echo "none (survivors detect)" || echo ferrorun)
+    echo "| $who | $transport | $nruns | $ok | ${med} s | ${max:-0} s | $left |"
+  done
+done
+echo
+if [ $failures -gt 0 ]; then
+  echo "faults.sh: FAIL: $failures of $runs runs failed a check (seed $seed)"
+  exit 1
+fi
+echo "faults.sh: PASS: $runs of $runs runs detected, nothing left behind (seed $seed)"
