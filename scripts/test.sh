@@ -42,8 +42,11 @@ run_ctest() {
 
 step deps scripts/deps.sh
 step fmt cargo fmt --all --check
-step clippy cargo clippy --all-targets -- -D warnings
+step clippy cargo clippy --all-targets --features fuzzing -- -D warnings
 step cargo-test cargo test --release
+# Every fuzz target (src/fuzz.rs): its corpus, then mutations for a bounded time.
+step fuzz env FERROCOLL_FUZZ_SECS="${FERROCOLL_FUZZ_SECS:-10}" \
+  cargo test --release --features fuzzing --test fuzz -- --nocapture
 # The collective matrix again with every pair of ranks on loop-back TCP.
 step cargo-test-tcp env FERROCOLL_TRANSPORT=tcp FERROCOLL_NSOCKS=3 cargo test --release --test coll_matrix
 step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release

@@ -51,6 +51,15 @@ pub enum Error {
         /// What was waiting.
         op: &'static str,
     },
+    /// A peer sent bytes that cannot be part of a well-formed message
+    /// stream (a broken or foreign process): nothing more from it is read.
+    #[error("rank {rank} sent a malformed message stream: {why}")]
+    Protocol {
+        /// World rank of the sender.
+        rank: usize,
+        /// What was wrong.
+        why: String,
+    },
     /// Ranks called a collective with different arguments
     /// (`FERROCOLL_CHECK`); the message names both sides.
     #[error("{0}")]

@@ -9,6 +9,8 @@ pub mod copy;
 pub mod dtype;
 pub mod error;
 pub mod ffi;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 pub mod gpu;
 pub mod param;
 pub mod reduce;

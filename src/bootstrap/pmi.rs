@@ -20,32 +20,13 @@ pub const MAX_REQUEST: usize = 1023;
 /// Longest reply line we accept.
 pub const MAX_REPLY: usize = 64 * 1024;
 
-/// The launcher connection, a Unix socket pair or TCP.
-enum Conn {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
+/// A byte stream both ways.
+trait Duplex: Read + Write + Send {}
+impl<T: Read + Write + Send> Duplex for T {}
 
-impl Conn {
-    fn set_timeout(&self, t: Duration) -> std::io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.set_read_timeout(Some(t)),
-            Conn::Tcp(s) => s.set_read_timeout(Some(t)),
-        }
-    }
-    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.write_all(b),
-            Conn::Tcp(s) => s.write_all(b),
-        }
-    }
-    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.read(b),
-            Conn::Tcp(s) => s.read(b),
-        }
-    }
-}
+/// The launcher connection: a Unix socket pair or TCP (its read timeout
+/// already set).
+type Conn = Box<dyn Duplex>;
 
 /// One process's PMI-1 session: its rank, the job size and the job's
 /// key-value space.
@@ -134,7 +115,8 @@ impl Pmi {
     /// Connects to the launcher named by the environment and initialises
     /// the session; replies must come within `timeout` each.
     pub fn from_env(timeout: Duration) -> Result<Pmi> {
-        let conn = if let Some(fd) = env_num("PMI_FD")? {
+        let set = |e| Error::os("PMI: set timeout", e);
+        let (conn, announce): (Conn, _) = if let Some(fd) = env_num("PMI_FD")? {
             let fd = i32::try_from(fd).map_err(|_| Error::InvalidArg("bad PMI_FD".into()))?;
             // SAFETY: F_GETFD only inspects the descriptor; it fails on a closed one.
             if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
@@ -145,19 +127,34 @@ impl Pmi {
             // SAFETY: the launcher passed this descriptor to us for PMI and
             // nothing else in the process uses it; it is now owned here.
             // Close-on-exec keeps it from programs this process starts.
-            unsafe {
+            let s = unsafe {
                 libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-                Conn::Unix(UnixStream::from_raw_fd(fd))
-            }
+                UnixStream::from_raw_fd(fd)
+            };
+            s.set_read_timeout(Some(timeout)).map_err(set)?;
+            (Box::new(s), None)
         } else {
             let port = std::env::var("PMI_PORT").unwrap_or_default();
             let s = TcpStream::connect(port.trim())
                 .map_err(|e| Error::os(&format!("PMI: connect to PMI_PORT={port}"), e))?;
             let _ = s.set_nodelay(true);
-            Conn::Tcp(s)
+            s.set_read_timeout(Some(timeout)).map_err(set)?;
+            // PMI_PORT: say who we are; the server answers with our rank and size.
+            let id = std::env::var("PMI_ID").unwrap_or_else(|_| "0".into());
+            (Box::new(s), Some(id.trim().to_string()))
         };
-        conn.set_timeout(timeout)
-            .map_err(|e| Error::os("PMI: set timeout", e))?;
+        Pmi::start(conn, env_num("PMI_RANK")?, env_num("PMI_SIZE")?, announce)
+    }
+
+    /// Initialises a session over `conn`. `announce`: the `PMI_ID` to
+    /// introduce this process with, from which the server tells rank and
+    /// size; otherwise they are `rank` and `size` (from the environment).
+    fn start(
+        conn: Conn,
+        mut rank: Option<usize>,
+        mut size: Option<usize>,
+        announce: Option<String>,
+    ) -> Result<Pmi> {
         let mut pmi = Pmi {
             conn,
             pending: Vec::new(),
@@ -168,11 +165,8 @@ impl Pmi {
             value_max: 256,
             finalized: false,
         };
-        let (mut rank, mut size) = (env_num("PMI_RANK")?, env_num("PMI_SIZE")?);
-        if matches!(pmi.conn, Conn::Tcp(_)) {
-            // PMI_PORT: say who we are; the server answers with our rank and size.
-            let id = std::env::var("PMI_ID").unwrap_or_else(|_| "0".into());
-            pmi.send(&[("cmd", "initack"), ("pmiid", id.trim())])?;
+        if let Some(id) = announce {
+            pmi.send(&[("cmd", "initack"), ("pmiid", &id)])?;
             pmi.expect("initack")?;
             for _ in 0..3 {
                 let r = pmi.recv()?;
@@ -330,6 +324,28 @@ impl Pmi {
     }
 }
 
+/// Fuzzing entry point: a whole client session against a launcher whose
+/// replies are arbitrary bytes.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz(data: &[u8]) {
+    // The first byte picks how the session starts: rank and size from the
+    // environment, or told by the server after an `initack`.
+    let (first, rest) = data.split_first().unwrap_or((&0, &[]));
+    let conn = Box::new(crate::fuzz::Pipe::new(rest));
+    let start = match first % 3 {
+        0 => Pmi::start(conn, Some(0), Some(2), None),
+        1 => Pmi::start(conn, None, None, Some("0".into())),
+        _ => Pmi::start(conn, Some(3), Some(2), None),
+    };
+    if let Ok(mut pmi) = start {
+        let _ = pmi
+            .put("addr-0", "10.0.0.1:4000")
+            .and_then(|_| pmi.barrier())
+            .and_then(|_| pmi.get("addr-1"))
+            .and_then(|_| pmi.finalize());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,7 +394,7 @@ mod tests {
             got
         });
         let mut pmi = Pmi {
-            conn: Conn::Unix(ours),
+            conn: Box::new(ours),
             pending: Vec::new(),
             rank: 0,
             size: 2,

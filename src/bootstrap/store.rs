@@ -179,7 +179,7 @@ fn connection(mut stream: TcpStream, shared: &Shared, secret: &Secret) {
     lock(&shared.conns).remove(&id);
 }
 
-fn read_field(s: &mut TcpStream, max: usize, what: &str) -> std::result::Result<Vec<u8>, String> {
+fn read_field(s: &mut impl Read, max: usize, what: &str) -> std::result::Result<Vec<u8>, String> {
     let mut len = [0u8; 4];
     s.read_exact(&mut len).map_err(|e| e.to_string())?;
     let len = u32::from_le_bytes(len) as usize;
@@ -194,7 +194,7 @@ fn read_field(s: &mut TcpStream, max: usize, what: &str) -> std::result::Result<
 }
 
 /// Answers requests until the client closes (Ok) or breaks the protocol (Err).
-fn serve(s: &mut TcpStream, shared: &Shared) -> std::result::Result<(), String> {
+fn serve(s: &mut (impl Read + Write), shared: &Shared) -> std::result::Result<(), String> {
     loop {
         let mut op = [0u8; 1];
         match s.read(&mut op) {
@@ -402,16 +402,10 @@ impl StoreClient {
         };
         self.stream.set_read_timeout(Some(wait)).map_err(fail)?;
         self.stream.write_all(&req).map_err(fail)?;
-        let mut head = [0u8; 5];
-        self.stream.read_exact(&mut head).map_err(fail)?;
-        let len = u32::from_le_bytes(head[1..].try_into().expect("4 bytes")) as usize;
-        if len > MAX_VALUE {
-            return Err(Error::Os(format!("{what}: oversized reply")));
-        }
-        let mut body = vec![0u8; len];
-        self.stream.read_exact(&mut body).map_err(fail)?;
+        let (status, body) = read_reply(&mut self.stream)
+            .map_err(|e| e.map_or_else(|| Error::Os(format!("{what}: oversized reply")), fail))?;
         self.broken = false;
-        match head[0] {
+        match status {
             OK => Ok(Some(body)),
             MISSING => Ok(None),
             _ => Err(Error::InvalidArg(format!(
@@ -419,6 +413,42 @@ impl StoreClient {
                 String::from_utf8_lossy(&body)
             ))),
         }
+    }
+}
+
+/// Reads one reply: its status and body. `Err(None)` for a body over
+/// `MAX_VALUE`, which is refused before anything is allocated.
+fn read_reply(s: &mut impl Read) -> std::result::Result<(u8, Vec<u8>), Option<std::io::Error>> {
+    let mut head = [0u8; 5];
+    s.read_exact(&mut head)?;
+    let len = u32::from_le_bytes(head[1..].try_into().expect("4 bytes")) as usize;
+    if len > MAX_VALUE {
+        return Err(None);
+    }
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body)?;
+    Ok((head[0], body))
+}
+
+/// Fuzzing entry points: the server's request loop and the client's reply
+/// reader over arbitrary bytes.
+#[cfg(feature = "fuzzing")]
+pub mod fuzz {
+    use super::*;
+    use crate::fuzz::Pipe;
+
+    /// Serves `data` as one authenticated client's requests. Gets of
+    /// missing keys return at once: the store is shutting down.
+    pub fn server(data: &[u8]) {
+        let shared = Shared::default();
+        shared.stop.store(true, SeqCst);
+        let _ = serve(&mut Pipe::new(data), &shared);
+    }
+
+    /// Reads `data` as replies until it runs out or one is malformed.
+    pub fn replies(data: &[u8]) {
+        let mut p = Pipe::new(data);
+        while read_reply(&mut p).is_ok() {}
     }
 }
 

@@ -89,9 +89,9 @@ enum Kind {
     Recv {
         m: Match,
         buf: RawBuf,
-        /// The announced message this receive asked for, until its data
-        /// arrives.
-        incoming: Option<Frame>,
+        /// The announced message this receive asked for and the world
+        /// rank asked, until its data arrives.
+        incoming: Option<(usize, Frame)>,
     },
 }
 
@@ -147,6 +147,8 @@ struct Unexpected {
     /// An announced message whose data has not been asked for: the
     /// sender's token.
     announced: Option<u64>,
+    /// Its data was asked for and has not started to arrive.
+    asked: bool,
 }
 
 /// One rank's engine: its links to every world rank and all pending work.
@@ -201,6 +203,10 @@ const SPARE_MAX: usize = 64 << 20;
 const SPARE_COUNT: usize = 8;
 /// At most this many bytes sit idle in the pool.
 const SPARE_TOTAL: usize = 96 << 20;
+/// A buffered message's buffer starts at most this large and then grows
+/// with the bytes that arrive (at most doubling), so no allocation is
+/// sized by a length a peer merely announced.
+const BUFFER_AHEAD: usize = 4 << 20;
 
 const HDR0: Rx = Rx::Header {
     got: 0,
@@ -583,6 +589,17 @@ impl Engine {
         v
     }
 
+    /// A buffer for a message of `len` bytes from a peer: a pooled one that
+    /// holds it whole, or a fresh one of at most `BUFFER_AHEAD` bytes that
+    /// `drain` grows as the bytes arrive.
+    fn buffer_for(&mut self, len: usize) -> Vec<u8> {
+        if self.spare.iter().any(|v| v.capacity() >= len) {
+            self.scratch_for(len)
+        } else {
+            self.scratch_for(len.min(BUFFER_AHEAD))
+        }
+    }
+
     /// Keeps a buffer that is no longer needed for `scratch_for`.
     pub fn recycle(&mut self, data: Vec<u8>) {
         let pooled: usize = self.spare.iter().map(Vec::capacity).sum();
@@ -612,7 +629,7 @@ impl Engine {
     /// `token`: sends `Cts` and waits for the data.
     fn ask_for(&mut self, id: ReqId, src: usize, frame: Frame, token: u64) {
         if let Kind::Recv { incoming, .. } = &mut self.req(id).kind {
-            *incoming = Some(frame);
+            *incoming = Some((src, frame));
         }
         self.send_control(src, FrameKind::Cts, token, id as u64);
     }
@@ -647,9 +664,10 @@ impl Engine {
         for i in 0..self.unexpected.len() {
             if let Some(token) = self.unexpected[i].announced.take() {
                 let len = self.unexpected[i].frame.len as usize;
-                let data = self.scratch_for(len);
+                let data = self.buffer_for(len);
                 let u = &mut self.unexpected[i];
                 u.data = data;
+                u.asked = true;
                 asked.push((u.src, token, place_token(&Target::Unexpected(u.id))));
             }
         }
@@ -731,9 +749,15 @@ impl Engine {
     }
 
     /// Waits for one request and returns its status (the request is freed).
+    /// A request that a failure ended (not a truncation, which the status
+    /// reports) fails the wait with that failure.
     pub fn wait(&mut self, id: ReqId, op: &'static str) -> Result<Status> {
         self.wait_all(&[id], op)?;
-        Ok(self.take(id))
+        let st = self.take(id);
+        match st.error {
+            Some(ref e) if !matches!(e, Error::Truncated { .. }) => Err(e.clone()),
+            _ => Ok(st),
+        }
     }
 
     /// Waits until every request in `ids` has completed (they stay
@@ -848,6 +872,10 @@ impl Engine {
         }
         loop {
             let moved = self.progress();
+            if let Some(e) = &self.broken {
+                // A peer's malformed stream poisoned the engine meanwhile.
+                return Err(e.clone());
+            }
             if done(self) {
                 return Ok(());
             }
@@ -1072,7 +1100,10 @@ impl Engine {
 
     /// `dst` asked for the data of our announced send `id` (`Cts`), into
     /// its place `place`.
-    fn on_cts(&mut self, dst: usize, id: usize, place: u64) {
+    fn on_cts(&mut self, dst: usize, id: u64, place: u64) -> std::result::Result<(), String> {
+        let Ok(id) = usize::try_from(id) else {
+            return Err(format!("a request for the data of send {id}"));
+        };
         let Some(Req {
             kind:
                 Kind::Send {
@@ -1086,10 +1117,13 @@ impl Engine {
             ..
         }) = self.reqs.get_mut(id).and_then(Option::as_mut)
         else {
-            // A send given up by `poison`.
-            return;
+            return Err(format!(
+                "a request for the data of send {id}, which awaits none"
+            ));
         };
-        debug_assert_eq!(*d, dst);
+        if *d != dst {
+            return Err(format!("a request for the data of a send to rank {d}"));
+        }
         let mut f = Frame::eager(0, 0, buf.len());
         f.kind = FrameKind::Data;
         f.token = place;
@@ -1098,6 +1132,7 @@ impl Engine {
         *phase = Phase::Data;
         self.sendq[dst].push_back(id);
         self.push_sends(dst);
+        Ok(())
     }
 
     fn drain(&mut self, src: usize) -> bool {
@@ -1119,7 +1154,15 @@ impl Engine {
                     *got = g;
                     if g == FRAME_BYTES {
                         let hdr = *hdr;
-                        self.on_header(src, &hdr);
+                        if let Err(why) = self.on_header(src, &hdr) {
+                            // The stream from `src` can no longer be
+                            // followed: fail everything, naming the sender.
+                            param::debug_log(param::DebugLevel::Warn, || {
+                                format!("rank {src} sent a malformed stream: {why}")
+                            });
+                            self.poison(Error::Protocol { rank: src, why });
+                            return true;
+                        }
                     }
                 }
                 Rx::Body { frame, target, off } => {
@@ -1157,7 +1200,12 @@ impl Engine {
                                 .iter_mut()
                                 .find(|u| u.id == uid)
                                 .expect("buffered message exists");
-                            link.read_into(&mut u.data[o..len])
+                            // Grow with what arrives, at most doubling.
+                            if u.data.len() == o {
+                                let grown = len.min(o + o.max(BUFFER_AHEAD));
+                                u.data.resize(grown, 0);
+                            }
+                            link.read_into(&mut u.data[o..])
                         }
                     };
                     if n == 0 {
@@ -1178,19 +1226,25 @@ impl Engine {
         read > 0
     }
 
-    fn on_header(&mut self, src: usize, hdr: &[u8; FRAME_BYTES]) {
-        let Some(frame) = Frame::decode(hdr) else {
-            // Shared memory is written only by our own ranks; a bad header
-            // means memory corruption, and continuing would deliver garbage.
-            panic!("ferrocoll: corrupted message header from rank {src}");
-        };
+    /// Acts on a header from `src`; `Err` says why it cannot be part of a
+    /// well-formed stream (the bytes came from a broken or foreign peer).
+    fn on_header(
+        &mut self,
+        src: usize,
+        hdr: &[u8; FRAME_BYTES],
+    ) -> std::result::Result<(), String> {
+        let frame = Frame::decode(hdr).ok_or("a header with a bad magic number or kind")?;
+        // (A `Cts` carries a place token where the others carry a length.)
+        if frame.kind != FrameKind::Cts && frame.len > isize::MAX as u64 {
+            return Err(format!("a message of {} bytes", frame.len));
+        }
         self.rx[src] = HDR0;
         match frame.kind {
             FrameKind::Eager => {
                 let target = match self.match_posted(src, &frame) {
                     Some(id) => Target::Req(id),
                     None => {
-                        let data = self.scratch_for(frame.len as usize);
+                        let data = self.buffer_for(frame.len as usize);
                         self.buffer_unexpected(src, frame, data, None)
                     }
                 };
@@ -1202,31 +1256,40 @@ impl Engine {
                     self.buffer_unexpected(src, frame, Vec::new(), Some(frame.token));
                 }
             },
-            FrameKind::Cts => self.on_cts(src, frame.token as usize, frame.len),
+            FrameKind::Cts => self.on_cts(src, frame.token, frame.len)?,
             FrameKind::Data => {
                 let target = place_of(frame.token);
+                // Only a place that asked `src` for its data takes it.
                 let announced = match target {
-                    Target::Req(id) => match &mut self.req(id).kind {
-                        Kind::Recv { incoming, .. } => incoming.take(),
-                        Kind::Send { .. } => None,
+                    Target::Req(id) => match self.reqs.get_mut(id).and_then(Option::as_mut) {
+                        Some(Req {
+                            kind: Kind::Recv { incoming, .. },
+                            ..
+                        }) => incoming.take_if(|(from, _)| *from == src).map(|(_, f)| f),
+                        _ => None,
                     },
                     Target::Unexpected(uid) => self
                         .unexpected
-                        .iter()
-                        .find(|u| u.id == uid)
-                        .map(|u| u.frame),
+                        .iter_mut()
+                        .find(|u| u.id == uid && u.src == src && u.asked)
+                        .map(|u| {
+                            u.asked = false;
+                            u.frame
+                        }),
                 };
                 let Some(announced) = announced else {
-                    panic!("ferrocoll: data from rank {src} for no receive that asked for it");
+                    return Err("data for no receive that asked for it".into());
                 };
-                let frame = Frame {
-                    kind: FrameKind::Eager,
-                    len: frame.len,
-                    ..announced
-                };
-                self.start_body(src, frame, target);
+                if frame.len != announced.len {
+                    return Err(format!(
+                        "{} bytes of data for a message announced as {}",
+                        frame.len, announced.len
+                    ));
+                }
+                self.start_body(src, announced, target);
             }
         }
+        Ok(())
     }
 
     /// Removes and returns the first posted receive that accepts `frame`.
@@ -1255,6 +1318,7 @@ impl Engine {
             complete: false,
             claimed: None,
             announced,
+            asked: false,
         });
         Target::Unexpected(id)
     }
@@ -1306,9 +1370,11 @@ fn exact_fill(st: &Status, want: usize, op: &str) -> Result<()> {
     if st.error.is_none() && st.bytes == want {
         return Ok(());
     }
-    let got = match st.error {
-        Some(Error::Truncated { got, .. }) => got,
-        _ => st.bytes,
+    let got = match &st.error {
+        Some(Error::Truncated { got, .. }) => *got,
+        // The request was ended by a failure (a dead or broken peer).
+        Some(e) => return Err(e.clone()),
+        None => st.bytes,
     };
     Err(Error::InvalidArg(format!(
         "{op}: world rank {} sent {got} bytes where {want} were expected \
@@ -1437,6 +1503,30 @@ impl Engine {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+}
+
+/// What `crate::fuzz` needs to feed a peer's byte stream to an engine.
+#[cfg(feature = "fuzzing")]
+impl Engine {
+    /// World rank 0 of 2, whose link to rank 1 is the TCP connection `sock`.
+    pub fn fuzz_over_tcp(sock: std::net::TcpStream) -> Result<Engine> {
+        let (g, mut tcp) = TcpLinks::start(vec![vec![sock]], || {})?;
+        let links = vec![Link::SelfLoop(VecDeque::new()), Link::Tcp(tcp.remove(0))];
+        let mut e = Engine::with_links(0, links, None);
+        e.tcp = Some(g);
+        Ok(e)
+    }
+
+    /// What an idle wait does besides sleeping: asks for announced data.
+    pub fn fuzz_idle(&mut self) -> bool {
+        self.accept_announced()
+    }
+
+    /// Whether rank 1's connection closed and everything it sent was read,
+    /// or the engine gave up on it.
+    pub fn fuzz_finished(&self) -> bool {
+        self.broken.is_some() || matches!(self.links[1].failure(), Some((_, _, true)))
     }
 }
 

@@ -267,7 +267,7 @@ impl From<Error> for MpiErr {
             Error::PeerDied { .. } | Error::Aborted { .. } => MPI_ERR_PROC_ABORTED,
             Error::Timeout { .. } | Error::Cancelled { .. } => MPI_ERR_OTHER,
             Error::Unsupported(_) => MPI_ERR_UNSUPPORTED_OPERATION,
-            Error::Os(_) | Error::Mismatch(_) => MPI_ERR_OTHER,
+            Error::Os(_) | Error::Mismatch(_) | Error::Protocol { .. } => MPI_ERR_OTHER,
             Error::Poisoned(_) => MPI_ERR_INTERN,
         };
         MpiErr::new(class, e.to_string())

@@ -57,7 +57,9 @@ impl From<Error> for NcclErr {
             | Error::Unsupported(_)
             | Error::Cancelled { .. }
             | Error::Mismatch(_) => ncclInvalidUsage,
-            Error::PeerDied { .. } | Error::Aborted { .. } => ncclRemoteError,
+            Error::PeerDied { .. } | Error::Aborted { .. } | Error::Protocol { .. } => {
+                ncclRemoteError
+            }
             Error::Timeout { .. } => ncclTimeout,
             Error::Os(_) => ncclSystemError,
             Error::Poisoned(_) => ncclInternalError,

@@ -1,0 +1,10 @@
+//! cargo fuzz target: `ferrocoll::fuzz`'s `tcp_stream`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let (_, f) = ferrocoll::fuzz::TARGETS
+        .iter()
+        .find(|t| t.0 == "tcp_stream")
+        .expect("a known target");
+    f(data);
+});
