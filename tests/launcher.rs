@@ -481,6 +481,25 @@ fn signals_to_ferrorun_reach_every_rank_and_its_children() {
     }
 }
 
+/// ferrorun blocks the signals it waits for; its ranks must not inherit
+/// that mask, or a forwarded SIGTERM would stay pending in a rank that never
+/// unblocks it (seen: `timeout` stopping a hung MPI job left it running).
+#[test]
+fn ranks_start_with_no_signal_blocked() {
+    let args: Vec<String> = ["-n", "2", "grep", "^SigBlk", "/proc/self/status"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut launch = Launch::start("sigmask", &args);
+    let done = launch.wait(FINISH);
+    assert_eq!(done.code, Some(0), "stderr: {}", done.stderr);
+    assert_eq!(
+        done.stdout,
+        "SigBlk:\t0000000000000000\n".repeat(2),
+        "a rank started with signals blocked"
+    );
+}
+
 #[test]
 fn a_second_signal_kills_ranks_that_ignore_the_first() {
     // Each rank notes the forwarded SIGTERM and carries on.

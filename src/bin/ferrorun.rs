@@ -708,7 +708,7 @@ mod job {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
         // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-        // system calls (prctl, getppid), without allocating or taking locks.
+        // system calls (sigprocmask, prctl, getppid), without allocating or taking locks.
         unsafe {
             cmd.pre_exec(move || die_with_launcher(launcher));
         }
@@ -784,11 +784,19 @@ mod job {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
 
-    /// In the child before exec: if ferrorun is killed outright (SIGKILL, no chance to clean
-    /// up), the kernel kills the rank instead of leaving it running.
+    /// In the child before exec: the rank starts with no signal blocked (ferrorun blocks the
+    /// ones it waits for, and the mask survives exec: a rank that inherited it never received
+    /// the SIGTERM ferrorun forwards); and if ferrorun is killed outright (SIGKILL, no chance
+    /// to clean up), the kernel kills the rank instead of leaving it running.
     fn die_with_launcher(launcher: u32) -> io::Result<()> {
-        // SAFETY: plain system calls without pointers.
+        // SAFETY: sigemptyset initialises the set before sigprocmask reads it; the other calls
+        // take no pointers. All are async-signal-safe.
         unsafe {
+            let mut none = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+            libc::sigemptyset(none.as_mut_ptr());
+            if libc::sigprocmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(io::Error::last_os_error());
             }
