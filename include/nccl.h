@@ -237,7 +237,9 @@ typedef enum ncclEncryptionMode_t {
 /*
  What an `ncclComm_t` points to. Handles are never freed: after destroy
  or abort the magic says so and every later call gets a clear error
- instead of touching freed memory (a few dozen bytes per communicator).
+ instead of touching freed memory. What the handle pointed to (links,
+ segment) is released then; the handle itself stays (a few dozen bytes
+ per communicator).
  */
 typedef struct ncclComm ncclComm;
 

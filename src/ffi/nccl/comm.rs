@@ -23,10 +23,12 @@ const DEAD: u64 = 0x6465_6164_2d6e_6363; // "dead-ncc"
 #[allow(non_camel_case_types)]
 /// What an `ncclComm_t` points to. Handles are never freed: after destroy
 /// or abort the magic says so and every later call gets a clear error
-/// instead of touching freed memory (a few dozen bytes per communicator).
+/// instead of touching freed memory. What the handle pointed to (links,
+/// segment) is released then; the handle itself stays (a few dozen bytes
+/// per communicator).
 pub struct ncclComm {
     magic: AtomicU64,
-    shared: Arc<Shared>,
+    shared: Mutex<Option<Arc<Shared>>>,
 }
 
 /// A communicator's engine and core communicator, once set up.
@@ -275,7 +277,7 @@ impl Shared {
 pub fn new_handle(shared: Arc<Shared>) -> *mut ncclComm {
     Box::into_raw(Box::new(ncclComm {
         magic: AtomicU64::new(LIVE),
-        shared,
+        shared: Mutex::new(Some(shared)),
     }))
 }
 
@@ -293,17 +295,23 @@ pub unsafe fn shared_of(h: *const ncclComm) -> NcclResult<Arc<Shared>> {
     // SAFETY: handles are never freed, so a pointer we returned stays readable.
     let c = unsafe { &*h };
     match c.magic.load(Ordering::Acquire) {
-        LIVE => Ok(c.shared.clone()),
+        LIVE => lock(&c.shared)
+            .clone()
+            .ok_or_else(|| NcclErr::arg("comm was destroyed or aborted")),
         DEAD => Err(NcclErr::arg("comm was destroyed or aborted")),
         _ => Err(NcclErr::arg("comm is not a communicator handle")),
     }
 }
 
-/// Marks a handle dead (after destroy or abort).
+/// Marks a handle dead (after destroy or abort) and lets go of its
+/// communicator, which is freed once no call holds it (the caller's own
+/// reference included).
 ///
 /// # Safety
 /// As for `shared_of`, and the handle is live.
 pub unsafe fn retire(h: *const ncclComm) {
     // SAFETY: see `shared_of`.
-    unsafe { &*h }.magic.store(DEAD, Ordering::Release);
+    let c = unsafe { &*h };
+    c.magic.store(DEAD, Ordering::Release);
+    lock(&c.shared).take();
 }
