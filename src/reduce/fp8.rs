@@ -85,13 +85,13 @@ fn encode(x: f32, f: &Format) -> u8 {
     let min_exp = 1 - f.bias;
     let exp_of = |v: f64| ((v.to_bits() >> 52) & 0x7ff) as i32 - 1023;
     // Exact: scaling by powers of two and rounding an f64 holding an f32.
-    let spacing = 2f64.powi(exp_of(a).max(min_exp) - f.man);
+    let spacing = super::pow2(exp_of(a).max(min_exp) - f.man);
     let v = ((a / spacing).round_ties_even() * spacing).min(f.max);
-    let bits = if v < 2f64.powi(min_exp) {
-        (v / 2f64.powi(min_exp - f.man)) as u8
+    let bits = if v < super::pow2(min_exp) {
+        (v / super::pow2(min_exp - f.man)) as u8
     } else {
         let e = exp_of(v);
-        let m = ((v / 2f64.powi(e) - 1.0) * 2f64.powi(f.man)) as u8;
+        let m = ((v / super::pow2(e) - 1.0) * super::pow2(f.man)) as u8;
         (((e + f.bias) as u8) << f.man) | m
     };
     sign | bits
@@ -156,6 +156,7 @@ pub(crate) fn e5m2_kernel(op: Op) -> Option<KernelFn> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reduce::pow2;
 
     #[test]
     fn e4m3_decodes_known_values() {
@@ -163,9 +164,9 @@ mod tests {
         assert_eq!(e4m3_to_f32(0x38), 1.0);
         assert_eq!(e4m3_to_f32(0x7e), 448.0);
         assert_eq!(e4m3_to_f32(0xfe), -448.0);
-        assert_eq!(e4m3_to_f32(0x01), 2f32.powi(-9));
-        assert_eq!(e4m3_to_f32(0x07), 7.0 * 2f32.powi(-9));
-        assert_eq!(e4m3_to_f32(0x08), 2f32.powi(-6));
+        assert_eq!(e4m3_to_f32(0x01), (pow2(-9) as f32));
+        assert_eq!(e4m3_to_f32(0x07), 7.0 * (pow2(-9) as f32));
+        assert_eq!(e4m3_to_f32(0x08), (pow2(-6) as f32));
         assert!(e4m3_to_f32(0x7f).is_nan() && e4m3_to_f32(0xff).is_nan());
     }
 
@@ -199,8 +200,8 @@ mod tests {
         assert_eq!(f32_to_e4m3(1000.0), 0x7e);
         assert_eq!(f32_to_e4m3(f32::NEG_INFINITY), 0xfe);
         // Half the smallest subnormal ties to zero; a bit more goes up.
-        assert_eq!(f32_to_e4m3(2f32.powi(-10)), 0x00);
-        assert_eq!(f32_to_e4m3(2f32.powi(-10) * 1.01), 0x01);
+        assert_eq!(f32_to_e4m3(pow2(-10) as f32), 0x00);
+        assert_eq!(f32_to_e4m3((pow2(-10) as f32) * 1.01), 0x01);
         assert_eq!(f32_to_e5m2(1e9), 0x7b);
         assert_eq!(f32_to_e5m2(1.0), 0x3c);
         assert_eq!(f32_to_e5m2(1.125), 0x3c);
