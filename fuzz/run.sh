@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of every target with cargo fuzz (libFuzzer and
 # AddressSanitizer), by hand: each target runs SECONDS (default 600) from
-# its committed corpus, then the corpus is minimised back into
-# fuzz/corpus/<target>/ (what is kept). Prints one table line per target
+# its committed corpus, then the inputs that found new coverage are merged
+# into fuzz/corpus/<target>/ (what is kept). Prints one table line per target
 # and appends it to fuzz/log.tsv (the figures README.md quotes).
 #
 # Usage: fuzz/run.sh [SECONDS] [TARGET...]
@@ -30,10 +30,8 @@ for t in "${targets[@]}"; do
     -print_final_stats=1 >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^Done \([0-9]*\) runs in.*/\1/p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-  # Keep a minimal corpus with the same coverage.
-  mkdir -p "artifacts/merged-$t"
-  cargo +nightly fuzz run -O "$t" "artifacts/merged-$t" "corpus/$t" "$work" -- -merge=1 >/dev/null 2>&1 || true
-  rm -rf "corpus/$t" && mv "artifacts/merged-$t" "corpus/$t"
+  # Keep what found new coverage (the seeds and earlier finds stay).
+  cargo +nightly fuzz run -O "$t" "corpus/$t" "$work" -- -merge=1 >/dev/null 2>&1 || true
   n=$(find "corpus/$t" -type f | wc -l)
   result=$([ $rc -eq 0 ] && echo ok || echo "FINDING (see $log, artifacts/$t)")
   line=$(printf '%-14s %8s %12s %8s %6s %8s %s' "$t" "$secs" "${execs:-?}" \

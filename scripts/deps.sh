@@ -85,3 +85,14 @@ if [ "${#components[@]}" -gt 0 ]; then
 else
   log "rust toolchain present ($(cargo --version))"
 fi
+
+# Miri (tests/robustness/sanitizers.sh) runs where a nightly toolchain is
+# installed: add its miri and rust-src components if they are missing. This
+# is optional: without them the Miri part says SKIP.
+if command -v rustup >/dev/null 2>&1 && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+  if ! cargo +nightly miri --version >/dev/null 2>&1; then
+    log "adding miri to the nightly toolchain (optional)"
+    timeout 300 rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
+      log "could not add miri: the Miri tests will be skipped"
+  fi
+fi

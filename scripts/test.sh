@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order, stopping at the first failure: formatting, clippy,
-# the Rust tests, the CMake build, then ctest (C tests, examples, consumer tests).
+# the Rust tests, bounded fuzzing, the CMake build, ctest (C tests, examples,
+# consumer tests), then the sanitizers (ASan over the C tests, Miri).
 # Prints one summary line at the end. BUILD_DIR overrides build/; CTEST_JOBS the
 # ctest parallelism (default 2).
 set -euo pipefail
@@ -52,3 +53,6 @@ step cargo-test-tcp env FERROCOLL_TRANSPORT=tcp FERROCOLL_NSOCKS=3 cargo test --
 step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 step build cmake --build "$build" -j "$(nproc)"
 step ctest run_ctest
+# The C tests again, built with AddressSanitizer (leaks included), and the
+# pure-Rust unit tests under Miri where a nightly toolchain has it.
+step sanitizers env BUILD_DIR="${build}-asan" tests/robustness/sanitizers.sh

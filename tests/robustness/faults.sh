@@ -6,12 +6,14 @@
 #     nothing else takes the job down), every survivor's call fails with an
 #     error naming the dead rank ("peer rank V died during MPI_X"), and how
 #     long that took;
-#   - under ferrorun, the launcher exits non-zero within 2 s of the death;
+#   - under ferrorun, the launcher exits non-zero within 2 s of the death
+#     (FAULT_LAUNCHER_LIMIT);
 #   - no rank process and no /dev/shm/ferrocoll-* file is left behind.
 # Prints a table and exits non-zero if any run failed a check.
 #
 # Usage: tests/robustness/faults.sh [RUNS]   (default 50)
 #   FAULT_SEED     random seed (printed; rerun with it to repeat a sequence)
+#   FAULT_LAUNCHER_LIMIT  seconds ferrorun may take to exit after the death (2)
 #   FERROCOLL_LIB_DIR  where libferrocoll.so and ferrorun are (target/release)
 set -u
 cd "$(dirname "$0")/../.."
@@ -19,6 +21,7 @@ runs=${1:-50}
 libdir=$(realpath "${FERROCOLL_LIB_DIR:-target/release}")
 ferrorun=$libdir/ferrorun
 seed=${FAULT_SEED:-$$}
+limit=${FAULT_LAUNCHER_LIMIT:-2}
 RANDOM=$seed
 [ -x "$ferrorun" ] && [ -e "$libdir/libferrocoll.so" ] || {
   echo "faults.sh: build first (cargo build --release): no $libdir/{ferrorun,libferrocoll.so}" >&2
@@ -121,7 +124,7 @@ for ((i = 1; i <= runs; i++)); do
       detect=$(since "$t_kill" "$(now)")
       if [ $rc -eq 0 ]; then
         verdict="FAILED: ferrorun exited 0"
-      elif awk -v d="$detect" 'BEGIN{exit !(d > 2)}'; then
+      elif awk -v d="$detect" -v l="$limit" 'BEGIN{exit !(d > l)}'; then
         verdict="FAILED: ferrorun took ${detect}s to exit"
       elif ! grep -q "rank $victim" "$dir/err"; then
         verdict="FAILED: ferrorun did not name rank $victim: $(tail -c 300 "$dir/err")"

@@ -5,10 +5,12 @@
  * same time as the other), and the world in reverse order -- plus
  * point-to-point rings. Every result is checked against a reference each
  * rank computes itself; the first wrong element ends the job with a
- * message. Resident memory (VmRSS) is sampled at 10%, 50% and 100% of the
- * run (after every size has been seen once) and printed by rank 0 as the
- * largest over ranks:
+ * message. Resident memory is sampled at 10%, 50% and 100% of the run
+ * (after every size has been seen once) and printed by rank 0 as the
+ * largest over ranks, in all (VmRSS), private (RssAnon) and shared (the
+ * segment's touched pages, RssShmem):
  *   SOAK ops=N ranks=R seed=S seconds=T rss_kib_10=A rss_kib_50=B rss_kib_end=C
+ *        anon_kib_10=... shmem_kib_10=...
  *
  * Usage: soak [ITERS [SEED]]   (defaults 10000, 1) */
 #include <mpi.h>
@@ -285,21 +287,25 @@ static void one(MPI_Comm comm, uint64_t *rng, long i) {
   free(r);
 }
 
-static long rss_kib(void) {
+/* This process's resident memory in KiB: [0] all (VmRSS), [1] private
+ * (RssAnon: heap, stacks), [2] shared memory touched (RssShmem: the job's
+ * segment). */
+static void rss_kib(long out[3]) {
+  static const char *keys[3] = {"VmRSS: %ld", "RssAnon: %ld", "RssShmem: %ld"};
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
-  long v = -1;
-  if (!f) return -1;
+  out[0] = out[1] = out[2] = -1;
+  if (!f) return;
   while (fgets(line, sizeof line, f))
-    if (sscanf(line, "VmRSS: %ld", &v) == 1) break;
+    for (int k = 0; k < 3; k++) sscanf(line, keys[k], &out[k]);
   fclose(f);
-  return v;
 }
 
-static long max_rss(void) {
-  long mine = rss_kib(), most = 0;
-  OK(MPI_Allreduce(&mine, &most, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
-  return most;
+/* The largest of each figure over the ranks. */
+static void max_rss(long most[3]) {
+  long mine[3];
+  rss_kib(mine);
+  OK(MPI_Allreduce(mine, most, 3, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
 }
 
 int main(int argc, char **argv) {
@@ -314,7 +320,7 @@ int main(int argc, char **argv) {
   OK(MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &half));
   OK(MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &rev));
   double t0 = MPI_Wtime();
-  long rss10 = 0, rss50 = 0;
+  long rss10[3] = {0}, rss50[3] = {0}, rss_end[3];
   for (long i = 0; i < iters; i++) {
     /* Which communicator: the same choice everywhere (the halves then draw
      * their own calls, each half its own sequence). */
@@ -327,15 +333,17 @@ int main(int argc, char **argv) {
       OK(MPI_Comm_free(&dup));
       OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
     }
-    if (i == iters / 10) rss10 = max_rss();
-    if (i == iters / 2) rss50 = max_rss();
+    if (i == iters / 10) max_rss(rss10);
+    if (i == iters / 2) max_rss(rss50);
   }
   double secs = MPI_Wtime() - t0;
-  long rss_end = max_rss();
+  max_rss(rss_end);
   if (wrank == 0) {
     printf("SOAK ops=%ld ranks=%d seed=%llu seconds=%.1f rss_kib_10=%ld rss_kib_50=%ld "
-           "rss_kib_end=%ld\n",
-           iters, wsize, (unsigned long long)seed, secs, rss10, rss50, rss_end);
+           "rss_kib_end=%ld anon_kib_10=%ld anon_kib_50=%ld anon_kib_end=%ld shmem_kib_10=%ld "
+           "shmem_kib_50=%ld shmem_kib_end=%ld\n",
+           iters, wsize, (unsigned long long)seed, secs, rss10[0], rss50[0], rss_end[0], rss10[1],
+           rss50[1], rss_end[1], rss10[2], rss50[2], rss_end[2]);
     printf("SOAK per op:");
     for (int o = 0; o < NOPS; o++) printf(" %s=%ld", oname[o], per_op[o]);
     printf(" (rank 0's calls)\n");
