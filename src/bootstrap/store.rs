@@ -87,6 +87,11 @@ impl StoreServer {
         self.addr
     }
 
+    /// Connections open now (authenticated or not yet).
+    pub fn clients(&self) -> usize {
+        lock(&self.shared.conns).len()
+    }
+
     /// The value under `key`, read in this process (no connection needed).
     pub fn value(&self, key: &str) -> Option<Vec<u8>> {
         lock(&self.shared.map).get(key.as_bytes()).cloned()

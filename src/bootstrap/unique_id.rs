@@ -92,7 +92,9 @@ pub fn make() -> Result<UniqueId> {
     Ok(id)
 }
 
-/// Stops the stores every rank has joined.
+/// Stops the stores every rank has joined and left: a rank still connected
+/// may be waiting for the reply to its own `joined` count (stopping then
+/// made its `ncclCommInitRank` fail with "the store server closed").
 fn prune() {
     let joined = |s: &StoreServer| {
         s.value(JOINED)
@@ -108,7 +110,7 @@ fn prune() {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .retain(|s| match (joined(s), size(s)) {
-            (Some(j), Some(n)) => j < n,
+            (Some(j), Some(n)) => j < n || s.clients() > 0,
             _ => true,
         });
 }
@@ -141,6 +143,38 @@ pub fn join(id: &UniqueId, nranks: usize, rank: usize) -> Result<Wired> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store every rank joined stays while a rank is still connected
+    /// (the last one may await the reply to its count), and goes after.
+    #[test]
+    fn a_joined_store_stops_only_once_its_ranks_left() {
+        use crate::bootstrap::store::StoreClient;
+        use std::time::{Duration, Instant};
+        let secret = Secret::random().unwrap();
+        let server = StoreServer::start("127.0.0.1:0".parse().unwrap(), secret.clone()).unwrap();
+        let addr = server.addr();
+        let served = || {
+            SERVED
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|s| s.addr() == addr)
+        };
+        SERVED.lock().unwrap().push(server);
+        let mut c = StoreClient::connect(addr, &secret, 0, Duration::from_secs(5)).unwrap();
+        c.set(SIZE, b"1").unwrap();
+        assert_eq!(c.add(JOINED, 1).unwrap(), 1);
+        prune();
+        assert!(served(), "stopped under a connected rank");
+        assert_eq!(c.check(SIZE).unwrap(), Some(b"1".to_vec()));
+        drop(c);
+        let start = Instant::now();
+        while served() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+            prune();
+        }
+        assert!(!served(), "kept after every rank left");
+    }
 
     #[test]
     fn ids_round_trip_and_strangers_are_refused() {
