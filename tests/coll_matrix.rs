@@ -669,12 +669,20 @@ fn unexpected_messages_reuse_buffers() {
             let (a, b) = (data(round, len / 4 + 1), data(round + 9, len / 4 + 1));
             if r == 0 {
                 // SAFETY: the buffers outlive the waits below.
-                let ia = eng.isend(1, 1000, 1, unsafe {
-                    RawBuf::new(a.as_ptr() as *mut u8, len)
-                });
-                let ib = eng.isend(1, 1000, 2, unsafe {
-                    RawBuf::new(b.as_ptr() as *mut u8, len)
-                });
+                let ia = eng.isend(
+                    1,
+                    1000,
+                    1,
+                    unsafe { RawBuf::new(a.as_ptr() as *mut u8, len) },
+                    "send",
+                );
+                let ib = eng.isend(
+                    1,
+                    1000,
+                    2,
+                    unsafe { RawBuf::new(b.as_ptr() as *mut u8, len) },
+                    "send",
+                );
                 eng.wait(ia.unwrap(), "send").unwrap();
                 eng.wait(ib.unwrap(), "send").unwrap();
             } else {
@@ -710,9 +718,13 @@ fn head_to_head_large_sends_and_eager_only() {
         let big = 3 << 20;
         let mine = data(r, big / 4);
         // SAFETY: `mine` outlives the wait.
-        let s = eng.isend(1 - r, 1000, 5, unsafe {
-            RawBuf::new(mine.as_ptr() as *mut u8, big)
-        });
+        let s = eng.isend(
+            1 - r,
+            1000,
+            5,
+            unsafe { RawBuf::new(mine.as_ptr() as *mut u8, big) },
+            "send",
+        );
         eng.wait(s.unwrap(), "send").unwrap();
         let mut got = vec![0u8; big];
         let m = Match {
@@ -821,9 +833,13 @@ fn uncached_sizes_keep_every_byte() {
                 let mine = data(r, count);
                 // SAFETY: `mine` outlives the wait.
                 let s = eng
-                    .isend(1 - r, 1001, 7, unsafe {
-                        RawBuf::new(mine.as_ptr() as *mut u8, len)
-                    })
+                    .isend(
+                        1 - r,
+                        1001,
+                        7,
+                        unsafe { RawBuf::new(mine.as_ptr() as *mut u8, len) },
+                        "send",
+                    )
                     .unwrap();
                 eng.wait(s, "send").unwrap();
                 assert_eq!(eng.wait(q, "recv").unwrap().bytes, len);

@@ -318,6 +318,33 @@ fn malformed_stream_fails_naming_the_sender() {
     );
 }
 
+/// A send to a peer whose connection closed fails naming it, instead of
+/// completing into the dead socket for ever (a rank that only sends, as
+/// rank 0 of a scan, never noticed otherwise).
+#[test]
+fn sends_to_a_closed_connection_fail_naming_the_peer() {
+    use ferrocoll::comm::buffer::RawBuf;
+    use ferrocoll::comm::engine::Engine;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let theirs = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let mut eng = Engine::fuzz_over_tcp(l.accept().unwrap().0).unwrap();
+    let data = [7u8; 1024];
+    // SAFETY: `data` outlives the engine, and sends only read it.
+    let raw = || unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
+    let first = eng.isend(1, 0, 0, raw(), "MPI_Scan").unwrap();
+    assert!(eng.is_done(first), "a small send completes at once");
+    drop(theirs);
+    let start = Instant::now();
+    while !eng.fuzz_finished() && start.elapsed() < Duration::from_secs(5) {
+        eng.progress();
+    }
+    let e = eng
+        .isend(1, 0, 0, raw(), "MPI_Scan")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "peer rank 1 died during MPI_Scan");
+}
+
 #[test]
 fn every_target_has_a_test_and_a_corpus() {
     for (name, _) in TARGETS {

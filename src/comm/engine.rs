@@ -208,6 +208,9 @@ const SPARE_TOTAL: usize = 96 << 20;
 /// sized by a length a peer merely announced.
 const BUFFER_AHEAD: usize = 4 << 20;
 
+/// Most bytes one `drain` call reads from a link before returning.
+const DRAIN_BUDGET: usize = 4 << 20;
+
 const HDR0: Rx = Rx::Header {
     got: 0,
     hdr: [0; FRAME_BYTES],
@@ -492,9 +495,22 @@ impl Engine {
         }
     }
 
-    /// Posts a send of `buf` to world rank `dst`.
-    pub fn isend(&mut self, dst: usize, ctx: u32, tag: i32, buf: RawBuf) -> Result<ReqId> {
+    /// Posts a send of `buf` to world rank `dst` for `op`. Fails at once if
+    /// the connection to `dst` died: a dead TCP link takes every byte, so
+    /// sends would otherwise complete forever (a rank that only sends, as
+    /// rank 0 of a scan, never noticed its peer was gone).
+    pub fn isend(
+        &mut self,
+        dst: usize,
+        ctx: u32,
+        tag: i32,
+        buf: RawBuf,
+        op: &'static str,
+    ) -> Result<ReqId> {
         self.check()?;
+        if self.links[dst].failure().is_some() {
+            return Err(self.link_death(op));
+        }
         let announce = buf.len() >= self.rndv_min && self.links[dst].is_remote();
         let mut frame = Frame::eager(ctx, tag, buf.len());
         let id = self.alloc(Kind::Send {
@@ -923,6 +939,33 @@ impl Engine {
         }
     }
 
+    /// The error for a wait or send that met a dead connection: it names
+    /// the rank a rank of this host already found dead, else the first
+    /// connection of this rank to die (the peer at hand may have quit
+    /// because of it), and records that rank for the host's other ranks.
+    fn link_death(&self, op: &'static str) -> Error {
+        let first = || {
+            (0..self.links.len())
+                .filter_map(|p| self.links[p].failure().map(|(why, at, _)| (at, p, why)))
+                .min_by_key(|d| (d.0, d.1))
+                .map(|(_, p, why)| (p, why))
+        };
+        let rank = match self.seg.as_ref().and_then(|s| s.dead()) {
+            Some(r) => r,
+            None => {
+                let (p, why) = first().expect("a dead link was seen");
+                param::debug_log(param::DebugLevel::Warn, || {
+                    format!("link to rank {p} failed: {why}")
+                });
+                p
+            }
+        };
+        if let Some(seg) = &self.seg {
+            seg.set_dead(rank);
+        }
+        Error::PeerDied { rank, op }
+    }
+
     /// Whether a pending request still needs world rank `p`.
     fn still_needs(&self, p: usize) -> bool {
         self.reqs.iter().flatten().any(|r| {
@@ -965,16 +1008,7 @@ impl Engine {
             matches!(self.links[p].failure(), Some((_, _, true))) && (strict || self.still_needs(p))
         });
         if fails {
-            let (p, why) = (0..self.links.len())
-                .filter_map(|p| self.links[p].failure().map(|(why, at, _)| (at, p, why)))
-                .min_by_key(|d| (d.0, d.1))
-                .map(|(_, p, why)| (p, why))
-                .expect("a dead link was seen");
-            param::debug_log(param::DebugLevel::Warn, || {
-                format!("link to rank {p} failed: {why}")
-            });
-            seg.set_dead(p);
-            return Err(Error::PeerDied { rank: p, op });
+            return Err(self.link_death(op));
         }
         for &p in peers {
             let on_host = self.on_seg.get(p).copied().flatten();
@@ -1137,7 +1171,10 @@ impl Engine {
 
     fn drain(&mut self, src: usize) -> bool {
         let mut read = 0;
-        loop {
+        // Bounded, so that a peer sending as fast as this rank reads cannot
+        // keep it here: the wait must see its own receive complete (a scan
+        // over TCP livelocked so, its first rank sending for ever).
+        while read < DRAIN_BUDGET {
             let in_body = matches!(self.rx[src], Rx::Body { .. });
             // A body is read straight into its destination (a TCP link
             // reads the socket itself), so no `readable` first.
@@ -1195,11 +1232,8 @@ impl Engine {
                         }
                         Target::Unexpected(uid) => {
                             let uid = *uid;
-                            let u = self
-                                .unexpected
-                                .iter_mut()
-                                .find(|u| u.id == uid)
-                                .expect("buffered message exists");
+                            let pos = unexpected_at(&self.unexpected, uid);
+                            let u = &mut self.unexpected[pos];
                             // Grow with what arrives, at most doubling.
                             if u.data.len() == o {
                                 let grown = len.min(o + o.max(BUFFER_AHEAD));
@@ -1348,11 +1382,7 @@ impl Engine {
                 self.complete(id, st);
             }
             Target::Unexpected(uid) => {
-                let pos = self
-                    .unexpected
-                    .iter()
-                    .position(|u| u.id == uid)
-                    .expect("buffered message exists");
+                let pos = unexpected_at(&self.unexpected, uid);
                 let u = &mut self.unexpected[pos];
                 u.complete = true;
                 if let Some(id) = u.claimed {
@@ -1362,6 +1392,15 @@ impl Engine {
             }
         }
     }
+}
+
+/// Where buffered message `uid` is in `q`. Ids grow as messages are queued
+/// and removal keeps the order, so a binary search finds it: a scan cost
+/// O(backlog) per arriving message, and a rank behind a sender that ran far
+/// ahead (rank 1 of a scan over TCP) took seconds to catch up.
+fn unexpected_at(q: &VecDeque<Unexpected>, uid: u64) -> usize {
+    q.binary_search_by_key(&uid, |u| u.id)
+        .expect("buffered message exists")
 }
 
 /// A collective's receive must be filled exactly: a shorter or longer
@@ -1428,7 +1467,7 @@ impl Engine {
             Some((dst, buf)) => {
                 // SAFETY: as above; send buffers are only read.
                 let sraw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
-                Some(self.isend(dst, ctx, tag, sraw)?)
+                Some(self.isend(dst, ctx, tag, sraw, op)?)
             }
             None => None,
         };
@@ -1489,7 +1528,7 @@ impl Engine {
         for (dst, buf) in sends {
             // SAFETY: as above; send buffers are only read.
             let raw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
-            ids.push(self.isend(world(*dst), ctx, tag, raw)?);
+            ids.push(self.isend(world(*dst), ctx, tag, raw, op)?);
         }
         self.wait_all(&ids, op)?;
         let mut bad = None;

@@ -14,6 +14,9 @@
 # Usage: tests/robustness/faults.sh [RUNS]   (default 50)
 #   FAULT_SEED     random seed (printed; rerun with it to repeat a sequence)
 #   FAULT_LAUNCHER_LIMIT  seconds ferrorun may take to exit after the death (2)
+#   FAULT_DETECT_LIMIT    seconds a survivor may take to fail without a launcher (5)
+#   FAULT_MODE     env or ferrorun: only runs of that kind (default: alternate)
+#   FAULT_KEEP     where the files of failed runs are kept (default: deleted)
 #   FERROCOLL_LIB_DIR  where libferrocoll.so and ferrorun are (target/release)
 set -u
 cd "$(dirname "$0")/../.."
@@ -22,6 +25,8 @@ libdir=$(realpath "${FERROCOLL_LIB_DIR:-target/release}")
 ferrorun=$libdir/ferrorun
 seed=${FAULT_SEED:-$$}
 limit=${FAULT_LAUNCHER_LIMIT:-2}
+detect_limit=${FAULT_DETECT_LIMIT:-5}
+keep=${FAULT_KEEP:-}
 RANDOM=$seed
 [ -x "$ferrorun" ] && [ -e "$libdir/libferrocoll.so" ] || {
   echo "faults.sh: build first (cargo build --release): no $libdir/{ferrorun,libferrocoll.so}" >&2
@@ -32,7 +37,7 @@ work=$(mktemp -d /tmp/ferrocoll-faults.XXXXXX)
 started=()
 cleanup() {
   for p in "${started[@]}"; do kill -9 "$p" 2>/dev/null; done
-  for f in "$work"/run*/pid.*; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+  pkill -9 -f -- "^$work/storm " 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -66,7 +71,7 @@ results=$work/results
 failures=0
 echo "faults.sh: $runs runs, seed $seed"
 for ((i = 1; i <= runs; i++)); do
-  mode=$([ $((i % 2)) -eq 1 ] && echo env || echo ferrorun)
+  mode=${FAULT_MODE:-$([ $((i % 2)) -eq 1 ] && echo env || echo ferrorun)}
   transport=$([ $((RANDOM % 2)) -eq 0 ] && echo shm || echo tcp)
   n=$((2 + RANDOM % 7))
   op=${ops[$((RANDOM % ${#ops[@]}))]}
@@ -80,7 +85,9 @@ for ((i = 1; i <= runs; i++)); do
   [ "$transport" = tcp ] && tenv+=(FERROCOLL_TRANSPORT=tcp)
   pids=()
   if [ "$mode" = env ]; then
-    port=$((20000 + RANDOM % 20000))
+    # A port the kernel says is free now (a random one could be in use as
+    # another socket's ephemeral port, and the job would not start).
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     for ((r = 0; r < n; r++)); do
       env "${tenv[@]}" RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n \
         MASTER_ADDR=127.0.0.1 MASTER_PORT=$port FERROCOLL_SECRET="$secret" \
@@ -116,6 +123,9 @@ for ((i = 1; i <= runs; i++)); do
         else
           d=$(since "$t_kill" "$(echo "$line" | cut -d' ' -f3)")
           detect=$(printf '%s\n%s\n' "$detect" "$d" | sort -g | tail -1)
+          if awk -v d="$d" -v l="$detect_limit" 'BEGIN{exit !(d > l)}'; then
+            verdict="FAILED: rank $r took ${d}s to fail"
+          fi
         fi
       done
     else
@@ -132,11 +142,12 @@ for ((i = 1; i <= runs; i++)); do
     fi
   fi
   # Leftovers: processes of this run still alive, new segment files.
+  # Ranks are found by their command line (the run's directory), so that
+  # one that never wrote its pid file is counted and killed too.
   sleep 0.1
   left=0
-  for f in "$dir"/pid.*; do
-    [ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && left=$((left + 1)) &&
-      kill -9 "$(cat "$f")" 2>/dev/null
+  for p in $(pgrep -f -- "^$work/storm .* $dir\$"); do
+    kill -9 "$p" 2>/dev/null && left=$((left + 1))
   done
   new_shm=$(comm -13 <(echo "$before") <(shm_files) | grep -c . || true)
   left=$((left + new_shm))
@@ -148,7 +159,10 @@ for ((i = 1; i <= runs; i++)); do
   printf '%3d %-8s %-3s n=%d %-14s %8d B victim %d after %3d ms: %s%s\n' \
     "$i" "$mode" "$transport" "$n" "$op" "$bytes" "$victim" "$delay_ms" \
     "${detect:+${detect}s }" "$verdict"
-  [ "$verdict" = ok ] || failures=$((failures + 1))
+  if [ "$verdict" != ok ]; then
+    failures=$((failures + 1))
+    [ -n "$keep" ] && mkdir -p "$keep" && cp -r "$dir" "$keep/" && echo "    kept in $keep/run$i"
+  fi
   echo "$mode $transport $([ "$verdict" = ok ] && echo 1 || echo 0) ${detect:-nan} $left" >>"$results"
 done
 

@@ -92,9 +92,9 @@ impl Runtime {
         })
     }
 
-    fn start_send(&mut self, p: SendPlan) -> MpiResult<ReqEntry> {
+    fn start_send(&mut self, p: SendPlan, op: &'static str) -> MpiResult<ReqEntry> {
         let id = match p.to {
-            Some((dst, ctx, tag)) => Some(self.eng.isend(dst, ctx, tag, p.raw)?),
+            Some((dst, ctx, tag)) => Some(self.eng.isend(dst, ctx, tag, p.raw, op)?),
             None => None,
         };
         Ok(ReqEntry {
@@ -113,9 +113,10 @@ impl Runtime {
         dest: c_int,
         tag: c_int,
         comm: MPI_Comm,
+        op: &'static str,
     ) -> MpiResult<ReqEntry> {
         let plan = self.plan_send(buf, count, dt, dest, tag, comm)?;
-        self.start_send(plan)
+        self.start_send(plan, op)
     }
 
     fn post_recv(
@@ -271,7 +272,7 @@ pub extern "C" fn PMPI_Send(
     comm: MPI_Comm,
 ) -> c_int {
     call("MPI_Send", comm, |rt| {
-        let e = rt.post_send(buf, count, datatype, dest, tag, comm)?;
+        let e = rt.post_send(buf, count, datatype, dest, tag, comm, "MPI_Send")?;
         rt.finish(e, "MPI_Send").map(|_| ())
     })
 }
@@ -366,7 +367,7 @@ pub extern "C" fn PMPI_Sendrecv(
         let rbytes = rt.type_info(recvtype)?.bytes(recvcount)?;
         ptr::check_disjoint(sendbuf, plan.raw.len(), recvbuf, rbytes)?;
         let r = rt.post_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-        let s = rt.start_send(plan)?;
+        let s = rt.start_send(plan, "MPI_Sendrecv")?;
         let st = rt.finish(r, "MPI_Sendrecv")?;
         rt.finish(s, "MPI_Sendrecv")?;
         ptr::put_status(status, st)?;
@@ -403,7 +404,7 @@ pub extern "C" fn PMPI_Isend(
         if request.is_null() {
             return Err(MpiErr::new(MPI_ERR_ARG, "request is NULL"));
         }
-        let e = rt.post_send(buf, count, datatype, dest, tag, comm)?;
+        let e = rt.post_send(buf, count, datatype, dest, tag, comm, "MPI_Isend")?;
         let h = rt.store(e);
         ptr::put(request, h, "request")
     })

@@ -484,7 +484,7 @@ pub fn run_batch(jobs: &[Job], core: &mut Core) -> NcclResult<()> {
                 // SAFETY: the export checked the buffer holds `b` bytes; the
                 // caller keeps it until the group completes, as NCCL requires.
                 let buf = unsafe { RawBuf::new(j.send as *mut u8, b) };
-                core.eng.isend(to, ctx, 0, buf)?
+                core.eng.isend(to, ctx, 0, buf, j.name)?
             }
             Kind::Recv(p) => {
                 let m = Match {

@@ -30,6 +30,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 const TX_MAX: usize = 64 << 10;
 /// Most bytes read ahead from one peer before the engine takes them.
 const RX_MAX: usize = 4 << 20;
+/// A full receive buffer is read into again once the engine took it below
+/// this: one wake-up per megabytes taken, not one per message (small
+/// messages behind a full buffer cost a wake-up each, and a backlog of
+/// them took seconds to drain).
+const RX_RESUME: usize = RX_MAX / 2;
 /// Most bytes the engine reads ahead into the receive buffer when it is
 /// not reading into a known destination: a small message's header and data
 /// in one call, without copying much of a large one twice.
@@ -201,7 +206,7 @@ impl TcpLink {
     fn consumed(&self, rx: &mut Rx, n: usize) {
         rx.buf.consume(n);
         self.c.rx_len.fetch_sub(n, Ordering::Release);
-        if rx.buf.len() + n >= RX_MAX {
+        if rx.buf.len() < RX_RESUME && rx.buf.len() + n >= RX_RESUME {
             // The thread stopped reading this socket; it may resume now.
             self.kick();
         }
@@ -495,7 +500,7 @@ fn run(
                 if c.dead.load(Ordering::Acquire) {
                     continue;
                 }
-                if c.rx_len.load(Ordering::Acquire) < RX_MAX {
+                if c.rx_len.load(Ordering::Acquire) < RX_RESUME {
                     let pos = lock(&c.rx).pos;
                     fds.push(pollfd(c.socks.at(pos).0.as_raw_fd(), libc::POLLIN));
                     what.push((i, false));
