@@ -76,8 +76,9 @@ nccl_calls=$($run -n 2 env FERROCOLL_TEST_STRICT=1 "$build/c_tests/nccl/c/t_nccl
 say "fuzzing: $fuzz_secs s per target (the CI harness)"
 FERROCOLL_FUZZ_SECS=$fuzz_secs cargo test --release --features fuzzing --test fuzz -- \
   --nocapture --test-threads 1 >"$out/fuzz" 2>&1 || true
-fuzz_ok=$(grep -c '^test .* ok$' "$out/fuzz" || true)
-fuzz_fail=$(grep -c '^test .* FAILED$' "$out/fuzz" || true)
+# libtest's summary line (its per-test lines interleave with the harness's).
+fuzz_ok=$(sed -n 's/^test result: .* \([0-9]*\) passed;.*/\1/p' "$out/fuzz" | tail -1)
+fuzz_fail=$(sed -n 's/^test result: .* \([0-9]*\) failed;.*/\1/p' "$out/fuzz" | tail -1)
 
 say "soak: $soak_ops calls, 4 ranks, shared memory and TCP"
 cc -O2 -Iinclude tests/robustness/soak.c -o "$out/soak" -Ltarget/release -lferrocoll \
@@ -97,7 +98,7 @@ sanit="not run (--quick)"
 if ! $quick; then
   say "sanitizers"
   tests/robustness/sanitizers.sh >"$out/sanit" 2>&1 || true
-  sanit=$(sed 's/^sanitizers: //; s/ (log [^)]*)//; s/$/;/' "$out/sanit" | tr '\n' ' ')
+  sanit=$(sed -n 's/^sanitizers: //p' "$out/sanit" | sed 's/ (log [^)]*)//; s/; 0 measured//; s/; finished in [0-9.]*s//; s/$/;/' | tr '\n' ' ')
 fi
 
 section() {
@@ -129,7 +130,8 @@ class, the communicators checked afterwards).
 | target | CI harness now (${fuzz_secs} s): execs | cargo fuzz (libFuzzer + ASan), all logged runs: hours | execs | corpus |
 |---|---|---|---|---|
 $(for t in tcp_stream handshake store_server store_replies pmi handles; do
-    ci=$(sed -n "s/^fuzz $t: \([0-9]*\) execs.*/\1/p" "$out/fuzz")
+    # --nocapture interleaves the harness's lines with libtest's.
+    ci=$(grep -o "fuzz $t: [0-9]* execs" "$out/fuzz" | head -1 | tr -dc '0-9')
     if [ -f fuzz/log.tsv ]; then
       lf=$(awk -F'\t' -v t="$t" '$2 == t {s += $3; e += $4} END {printf "%.2f | %d", s / 3600, e}' fuzz/log.tsv)
     else
