@@ -98,7 +98,7 @@ sanit="not run (--quick)"
 if ! $quick; then
   say "sanitizers"
   tests/robustness/sanitizers.sh >"$out/sanit" 2>&1 || true
-  sanit=$(sed -n 's/^sanitizers: //p' "$out/sanit" | sed 's/ (log [^)]*)//; s/; 0 measured//; s/; finished in [0-9.]*s//; s/$/;/' | tr '\n' ' ')
+  sanit=$(sed -n 's/^sanitizers: //p' "$out/sanit" | sed 's/ (log [^)]*)//; s/; log [^)]*)/)/; s/; 0 measured//; s/; finished in [0-9.]*s//; s/$/;/' | tr '\n' ' ')
 fi
 
 section() {
