@@ -23,9 +23,11 @@ declare -A probe=(
   [openmpi-bin]="cmd:mpirun.openmpi"
   [libopenmpi-dev]="cmd:mpicc.openmpi"
   [python3-pip]="cmd:pip3"
+  [procps]="cmd:pgrep"
 )
+# procps: pgrep/pkill find and clean up the fault-injection ranks (tests/robustness/faults.sh).
 # pip downloads NVIDIA's NCCL wheel for the NCCL ABI test (c_tests/nccl/run_abi.sh).
-order=(build-essential cmake mpich libmpich-dev openmpi-bin libopenmpi-dev python3-pip)
+order=(build-essential cmake mpich libmpich-dev openmpi-bin libopenmpi-dev python3-pip procps)
 
 have_dpkg=false
 command -v dpkg >/dev/null 2>&1 && have_dpkg=true
