@@ -14,4 +14,7 @@ pub mod fuzz;
 pub mod gpu;
 pub mod param;
 pub mod reduce;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod testrng;
 pub mod transport;

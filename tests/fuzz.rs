@@ -8,6 +8,7 @@
 //! runs use cargo fuzz on the same targets (`fuzz/README.md`).
 
 use ferrocoll::fuzz::{Target, MAX_INPUT, TARGETS};
+use ferrocoll::testrng::Rng;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -58,21 +59,6 @@ fn note(size: usize) {
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
-
-/// xorshift64*: small, seedable, good enough to pick mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Values that tend to sit on boundaries of length and count checks.
 const INTERESTING: &[u64] = &[

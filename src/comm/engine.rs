@@ -508,8 +508,8 @@ impl Engine {
         op: &'static str,
     ) -> Result<ReqId> {
         self.check()?;
-        if self.links[dst].failure().is_some() {
-            return Err(self.link_death(op));
+        if self.links[dst].has_failed() {
+            return Err(self.link_death(dst, op));
         }
         let announce = buf.len() >= self.rndv_min && self.links[dst].is_remote();
         let mut frame = Frame::eager(ctx, tag, buf.len());
@@ -939,21 +939,19 @@ impl Engine {
         }
     }
 
-    /// The error for a wait or send that met a dead connection: it names
-    /// the rank a rank of this host already found dead, else the first
-    /// connection of this rank to die (the peer at hand may have quit
-    /// because of it), and records that rank for the host's other ranks.
-    fn link_death(&self, op: &'static str) -> Error {
-        let first = || {
-            (0..self.links.len())
-                .filter_map(|p| self.links[p].failure().map(|(why, at, _)| (at, p, why)))
-                .min_by_key(|d| (d.0, d.1))
-                .map(|(_, p, why)| (p, why))
-        };
+    /// The error for a wait or send that met the dead connection to
+    /// `seen`: it names the rank a rank of this host already found dead,
+    /// else the first connection of this rank to die (the peer at hand may
+    /// have quit because of it), and records that rank for the host's
+    /// other ranks.
+    fn link_death(&self, seen: usize, op: &'static str) -> Error {
         let rank = match self.seg.as_ref().and_then(|s| s.dead()) {
             Some(r) => r,
             None => {
-                let (p, why) = first().expect("a dead link was seen");
+                let (p, why) = (0..self.links.len())
+                    .filter_map(|p| self.links[p].failure().map(|(why, at, _)| (at, p, why)))
+                    .min_by_key(|d| (d.0, d.1))
+                    .map_or((seen, String::new()), |(_, p, why)| (p, why));
                 param::debug_log(param::DebugLevel::Warn, || {
                     format!("link to rank {p} failed: {why}")
                 });
@@ -1004,11 +1002,11 @@ impl Engine {
         // read and the wait still needs that peer. The error names the
         // first connection of this rank to die, which may be another one:
         // the peer this wait needs may have quit because of it.
-        let fails = peers.iter().any(|&p| {
+        let failed = peers.iter().copied().find(|&p| {
             matches!(self.links[p].failure(), Some((_, _, true))) && (strict || self.still_needs(p))
         });
-        if fails {
-            return Err(self.link_death(op));
+        if let Some(p) = failed {
+            return Err(self.link_death(p, op));
         }
         for &p in peers {
             let on_host = self.on_seg.get(p).copied().flatten();
@@ -1232,7 +1230,8 @@ impl Engine {
                         }
                         Target::Unexpected(uid) => {
                             let uid = *uid;
-                            let pos = unexpected_at(&self.unexpected, uid);
+                            let pos = unexpected_pos(&self.unexpected, uid)
+                                .expect("buffered message exists");
                             let u = &mut self.unexpected[pos];
                             // Grow with what arrives, at most doubling.
                             if u.data.len() == o {
@@ -1302,10 +1301,9 @@ impl Engine {
                         }) => incoming.take_if(|(from, _)| *from == src).map(|(_, f)| f),
                         _ => None,
                     },
-                    Target::Unexpected(uid) => self
-                        .unexpected
-                        .iter_mut()
-                        .find(|u| u.id == uid && u.src == src && u.asked)
+                    Target::Unexpected(uid) => unexpected_pos(&self.unexpected, uid)
+                        .map(|pos| &mut self.unexpected[pos])
+                        .filter(|u| u.src == src && u.asked)
                         .map(|u| {
                             u.asked = false;
                             u.frame
@@ -1382,7 +1380,7 @@ impl Engine {
                 self.complete(id, st);
             }
             Target::Unexpected(uid) => {
-                let pos = unexpected_at(&self.unexpected, uid);
+                let pos = unexpected_pos(&self.unexpected, uid).expect("buffered message exists");
                 let u = &mut self.unexpected[pos];
                 u.complete = true;
                 if let Some(id) = u.claimed {
@@ -1394,13 +1392,12 @@ impl Engine {
     }
 }
 
-/// Where buffered message `uid` is in `q`. Ids grow as messages are queued
-/// and removal keeps the order, so a binary search finds it: a scan cost
-/// O(backlog) per arriving message, and a rank behind a sender that ran far
-/// ahead (rank 1 of a scan over TCP) took seconds to catch up.
-fn unexpected_at(q: &VecDeque<Unexpected>, uid: u64) -> usize {
-    q.binary_search_by_key(&uid, |u| u.id)
-        .expect("buffered message exists")
+/// Where buffered message `uid` is in `q`, if there. Ids grow as messages
+/// are queued and removal keeps the order, so a binary search finds it: a
+/// scan cost O(backlog) per arriving message, and a rank behind a sender
+/// that ran far ahead (rank 1 of a scan over TCP) took seconds to catch up.
+fn unexpected_pos(q: &VecDeque<Unexpected>, uid: u64) -> Option<usize> {
+    q.binary_search_by_key(&uid, |u| u.id).ok()
 }
 
 /// A collective's receive must be filled exactly: a shorter or longer

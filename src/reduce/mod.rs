@@ -24,6 +24,7 @@ mod pair;
 mod x87;
 
 pub use fp8::{e4m3_to_f32, e5m2_to_f32, f32_to_e4m3, f32_to_e5m2};
+pub use half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 
 /// 2^k exactly, for `k` in f64's normal range. `f64::powi` would do on
 /// today's targets, but Rust leaves its precision unspecified (Miri models
@@ -32,7 +33,6 @@ pub(crate) const fn pow2(k: i32) -> f64 {
     assert!(k >= -1022 && k <= 1023, "2^k outside f64's normal range");
     f64::from_bits(((k + 1023) as u64) << 52)
 }
-pub use half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 
 /// Predefined reduction operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

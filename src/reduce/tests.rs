@@ -5,22 +5,7 @@
 use super::*;
 use crate::dtype::ElemType::{self, *};
 
-/// xorshift64*: deterministic, no dependencies.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + self.below((hi - lo + 1) as u64) as i64
-    }
-}
+use crate::testrng::Rng;
 
 // ---------- reference helpers ----------
 
@@ -523,7 +508,7 @@ fn gen_elem(ty: ElemType, r: &mut Rng) -> Vec<u8> {
     let small = r.below(4) == 0;
     match ty {
         Byte => {}
-        Bool => e[0] = [0, 1, 1, 0, 2, 0xff][r.below(6) as usize],
+        Bool => e[0] = [0, 1, 1, 0, 2, 0xff][r.below(6)],
         I8 | U8 | I16 | U16 | I32 | U32 | I64 | U64 => match r.below(4) {
             0 => e.fill(0),
             1 => {

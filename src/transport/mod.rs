@@ -129,6 +129,15 @@ impl Link {
         matches!(self, Link::Shm { .. })
     }
 
+    /// Whether the link can carry nothing more (its peer is gone); cheap,
+    /// unlike `failure`.
+    pub fn has_failed(&self) -> bool {
+        match self {
+            Link::Tcp(t) => t.has_failed(),
+            _ => false,
+        }
+    }
+
     /// Why the link can carry nothing more (its peer is gone) and since
     /// when, if so; `drained` tells whether everything it brought was read.
     pub fn failure(&self) -> Option<(String, std::time::Instant, bool)> {

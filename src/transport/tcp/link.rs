@@ -31,7 +31,7 @@ const TX_MAX: usize = 64 << 10;
 /// Most bytes read ahead from one peer before the engine takes them.
 const RX_MAX: usize = 4 << 20;
 /// A full receive buffer is read into again once the engine took it below
-/// this: one wake-up per megabytes taken, not one per message (small
+/// this: one wake-up per 2 MiB taken, not one per message (small
 /// messages behind a full buffer cost a wake-up each, and a backlog of
 /// them took seconds to drain).
 const RX_RESUME: usize = RX_MAX / 2;
@@ -215,6 +215,12 @@ impl TcpLink {
     /// Whether the connection ended (peer exited, crashed or reset it).
     pub fn is_dead(&self) -> bool {
         self.c.dead.load(Ordering::Acquire) && self.readable() == 0
+    }
+
+    /// Whether the connection was found dead (one atomic load: checked
+    /// before every send).
+    pub fn has_failed(&self) -> bool {
+        self.c.dead.load(Ordering::Acquire)
     }
 
     /// When the connection was found dead, if it was (bytes it brought
