@@ -10,6 +10,7 @@
 //! | `FERROCOLL_SHM_RING_BYTES` | `262144` | bytes of each per-pair shared-memory ring |
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
 //! | `FERROCOLL_RNDV_BYTES` | `65536` | messages from this size wait for the matching receive and land directly in its buffer |
+//! | `FERROCOLL_CACHE_BYTES` | (from sysfs) | bytes of the last-level CPU cache: received messages (and a rank's own block) from half this size, and streamed collective results from four times it, are stored past the cache |
 //! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
 //! | `FERROCOLL_NSOCKS` | `1` | TCP sockets per pair of ranks (1-16); a link's bytes are dealt to them in 128 KiB pieces; the dialling rank's value counts |
 //! | `FERROCOLL_SOCKET_IFNAME` | (loopback on one host) | interfaces to listen on: names or prefixes, `^` to exclude, `=` for exact names (`NCCL_SOCKET_IFNAME` when unset) |
@@ -51,6 +52,8 @@ pub struct Params {
     pub spin: u32,
     /// `FERROCOLL_RNDV_BYTES`.
     pub rndv_min: usize,
+    /// `FERROCOLL_CACHE_BYTES`; `None`: read the cache size from sysfs.
+    pub cache_bytes: Option<usize>,
     /// `FERROCOLL_TRANSPORT`.
     pub transport: crate::bootstrap::wire::Transport,
     /// `FERROCOLL_SOCKET_IFNAME`.
@@ -111,6 +114,9 @@ impl Params {
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .unwrap_or(64 * 1024)
                 .max(1),
+            cache_bytes: get("FERROCOLL_CACHE_BYTES")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|&b| b > 0),
             transport: match get("FERROCOLL_TRANSPORT").as_deref().map(str::trim) {
                 Some("tcp" | "TCP") => crate::bootstrap::wire::Transport::Tcp,
                 _ => crate::bootstrap::wire::Transport::Auto,
@@ -179,6 +185,12 @@ mod tests {
         assert_eq!(p.debug, DebugLevel::Off);
         assert_eq!(p.ring_bytes, 256 * 1024);
         assert!(!p.check);
+        assert_eq!(p.cache_bytes, None);
+        assert_eq!(
+            parse(&[("FERROCOLL_CACHE_BYTES", "4194304")]).cache_bytes,
+            Some(4 << 20)
+        );
+        assert_eq!(parse(&[("FERROCOLL_CACHE_BYTES", "0")]).cache_bytes, None);
         assert!(parse(&[("FERROCOLL_CHECK", "1")]).check);
         assert!(!parse(&[("FERROCOLL_CHECK", "0")]).check);
         let p = parse(&[

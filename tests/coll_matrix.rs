@@ -3,14 +3,10 @@
 //! shared-memory rings, compared with a naive reference.
 #![allow(clippy::needless_range_loop)] // ranks index several parallel tables
 
+mod common;
+
+use common::{data, fold_ref, sum_ref, world, world_on_hosts, SUM};
 use ferrocoll::coll::{self, Ctx, Reducer};
-use ferrocoll::comm::engine::Engine;
-use ferrocoll::comm::Comm;
-use ferrocoll::transport::shm::Segment;
-use ferrocoll::transport::tcp::{auth::Secret, mesh};
-use std::net::{SocketAddr, TcpListener};
-use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant};
 
 const RANKS: [usize; 6] = [1, 2, 3, 4, 7, 8];
 /// Several MB of i32 (odd, so blocks are uneven).
@@ -25,85 +21,6 @@ fn counts(n: usize, big: bool) -> Vec<usize> {
     v.dedup();
     v
 }
-
-/// Runs `f(rank, engine, world)` on `n` threads sharing one segment;
-/// with `FERROCOLL_TRANSPORT=tcp` the ranks talk over authenticated
-/// loop-back TCP connections instead of the rings.
-fn world(n: usize, algo: &[(&str, &str)], f: impl Fn(usize, &mut Engine, &mut Comm) + Sync) {
-    world_on_hosts(n, None, algo, f)
-}
-
-/// As `world`, but with `hosts` (a host number per rank) the ranks act as
-/// if on those hosts: rings between ranks of one host, TCP across hosts.
-fn world_on_hosts(
-    n: usize,
-    hosts: Option<&[u32]>,
-    algo: &[(&str, &str)],
-    f: impl Fn(usize, &mut Engine, &mut Comm) + Sync,
-) {
-    let seg = Arc::new(Segment::anonymous(n, 64 * 1024).unwrap());
-    let forced = std::env::var("FERROCOLL_TRANSPORT").is_ok_and(|t| t == "tcp");
-    let tcp = forced || hosts.is_some();
-    let apart = |a: usize, b: usize| forced || hosts.is_some_and(|h| h[a] != h[b]);
-    let secret = Secret::random().unwrap();
-    let addrs = Mutex::new(vec![None; n]);
-    let met = Barrier::new(n);
-    std::thread::scope(|s| {
-        for r in 0..n {
-            let (seg, f, addrs, met, secret) = (seg.clone(), &f, &addrs, &met, &secret);
-            s.spawn(move || {
-                let mut eng = if tcp {
-                    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-                    addrs.lock().unwrap()[r] = Some(l.local_addr().unwrap());
-                    met.wait();
-                    let mut peers: Vec<Option<SocketAddr>> = addrs.lock().unwrap().clone();
-                    for (q, p) in peers.iter_mut().enumerate() {
-                        if q == r || !apart(q, r) {
-                            *p = None;
-                        }
-                    }
-                    let deadline = Instant::now() + Duration::from_secs(30);
-                    let nsocks = ferrocoll::param::params().nsocks;
-                    let socks = mesh::connect_all(r, &l, &peers, secret, deadline, nsocks).unwrap();
-                    Engine::over_shm_and_tcp(r, seg, socks).unwrap()
-                } else {
-                    Engine::over_shm(r, seg)
-                };
-                if let Some(h) = hosts {
-                    eng.set_hosts(h.to_vec()).unwrap();
-                }
-                eng.algo = algo
-                    .iter()
-                    .map(|(a, b)| (a.to_string(), b.to_string()))
-                    .collect();
-                let mut comm = Comm::world(&eng);
-                f(r, &mut eng, &mut comm);
-            });
-        }
-    });
-}
-
-fn val(r: usize, i: usize) -> i32 {
-    ((r * 131 + i * 7) % 1000) as i32 - 300
-}
-
-fn data(r: usize, count: usize) -> Vec<u8> {
-    (0..count).flat_map(|i| val(r, i).to_ne_bytes()).collect()
-}
-
-fn sum_i32(src: &[u8], dst: &mut [u8]) {
-    for (s, d) in src.chunks_exact(4).zip(dst.chunks_exact_mut(4)) {
-        let v = i32::from_ne_bytes(s.try_into().unwrap())
-            .wrapping_add(i32::from_ne_bytes((&*d).try_into().unwrap()));
-        d.copy_from_slice(&v.to_ne_bytes());
-    }
-}
-
-const SUM: Reducer<'static> = Reducer {
-    extent: 4,
-    commutative: true,
-    apply: &sum_i32,
-};
 
 /// Non-commutative: affine maps x -> a*x + b composed left after right,
 /// as (a, b) pairs of wrapping u32.
@@ -130,19 +47,6 @@ fn affine(r: usize, count: usize) -> Vec<u8> {
             [a.to_ne_bytes(), b.to_ne_bytes()].concat()
         })
         .collect()
-}
-
-fn fold_ref(parts: impl Iterator<Item = Vec<u8>>, red: &Reducer) -> Vec<u8> {
-    let parts: Vec<Vec<u8>> = parts.collect();
-    let mut acc = parts.last().unwrap().clone();
-    for p in parts.iter().rev().skip(1) {
-        (red.apply)(p, &mut acc);
-    }
-    acc
-}
-
-fn sum_ref(n: usize, count: usize) -> Vec<u8> {
-    fold_ref((0..n).map(|r| data(r, count)), &SUM)
 }
 
 #[test]
@@ -801,58 +705,6 @@ fn slot_calls_mixed_small_and_streamed() {
                     }
                 }
             }
-        });
-    }
-}
-
-/// Messages and collective results from 8 MiB on are stored past the
-/// cache, in pieces that start anywhere in a cache line: a posted receive
-/// into a misaligned buffer keeps every byte and touches nothing around
-/// it, and streamed allreduce of that size (in place too) is exact.
-#[test]
-fn uncached_sizes_keep_every_byte() {
-    use ferrocoll::comm::buffer::RawBuf;
-    use ferrocoll::comm::engine::Match;
-    let count = (ferrocoll::copy::UNCACHED_FROM + 4099) / 4;
-    let len = count * 4;
-    for n in [2, 3] {
-        let want = sum_ref(n, count);
-        world(n, &[], |r, eng, comm| {
-            if r < 2 {
-                // Receive first, so the message lands in the posted buffer.
-                let mut got = vec![0xA5u8; len + 8];
-                let m = Match {
-                    source: Some(1 - r),
-                    ctx: 1001,
-                    tag: Some(7),
-                };
-                // SAFETY: `got` outlives the wait; the range starts 3 bytes in.
-                let q = eng
-                    .irecv(m, unsafe { RawBuf::new(got.as_mut_ptr().add(3), len) })
-                    .unwrap();
-                let mine = data(r, count);
-                // SAFETY: `mine` outlives the wait.
-                let s = eng
-                    .isend(
-                        1 - r,
-                        1001,
-                        7,
-                        unsafe { RawBuf::new(mine.as_ptr() as *mut u8, len) },
-                        "send",
-                    )
-                    .unwrap();
-                eng.wait(s, "send").unwrap();
-                assert_eq!(eng.wait(q, "recv").unwrap().bytes, len);
-                assert!(got[3..3 + len] == data(1 - r, count)[..], "message n={n}");
-                assert!(got[..3].iter().chain(&got[3 + len..]).all(|&b| b == 0xA5));
-            }
-            let mut out = vec![0u8; len];
-            let ctx = &mut Ctx::new(eng, comm);
-            coll::allreduce::allreduce(ctx, Some(&data(r, count)), &mut out, &SUM).unwrap();
-            assert!(out == want, "allreduce n={n} rank {r}");
-            let mut inplace = data(r, count);
-            coll::allreduce::allreduce(ctx, None, &mut inplace, &SUM).unwrap();
-            assert!(inplace == want, "in-place allreduce n={n} rank {r}");
         });
     }
 }

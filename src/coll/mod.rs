@@ -18,7 +18,7 @@ pub mod stream;
 
 use crate::comm::engine::Engine;
 use crate::comm::Comm;
-use crate::copy::{copy, copy_uncached, UNCACHED_FROM};
+use crate::copy::{copy, copy_uncached, p2p_uncached_from};
 use crate::error::{Error, Result};
 
 /// A reduction as algorithms see it.
@@ -354,7 +354,7 @@ pub fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
             dst.len()
         )));
     }
-    if dst.len() >= UNCACHED_FROM {
+    if dst.len() >= p2p_uncached_from() {
         copy_uncached(dst, src);
     } else {
         copy(dst, src);

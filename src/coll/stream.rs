@@ -15,7 +15,7 @@
 
 use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, WINDOW};
 use super::{even_blocks, Ctx, Reducer};
-use crate::copy::{copy, copy_uncached, UNCACHED_FROM};
+use crate::copy::{coll_uncached_from, copy, copy_uncached};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -120,7 +120,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
         return Ok(());
     }
     let first = slots::reserve(c, 2 * chunks as u64)?;
-    let uncached = len >= UNCACHED_FROM;
+    let uncached = len >= coll_uncached_from();
     let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
     let full = even_blocks(chunk, red.extent, n);
     let last = even_blocks(span(chunks - 1).len(), red.extent, n);
@@ -229,7 +229,7 @@ pub fn reduce(
     }
     // Fold straight into `out`, or (in rank order, or to store the result
     // uncached) into a chunk of scratch that stays in cache.
-    let uncached = len >= UNCACHED_FROM;
+    let uncached = len >= coll_uncached_from();
     let mut acc = (!red.commutative || uncached).then(|| c.scratch(chunk));
     for k in 0..chunks {
         let call = first.nth(k as u64);
@@ -313,7 +313,7 @@ pub fn reduce_scatter(
             Ok(())
         })
     };
-    let uncached = blocks[me].1 >= UNCACHED_FROM;
+    let uncached = blocks[me].1 >= coll_uncached_from();
     let mut acc = c.scratch(piece);
     for k in 0..AHEAD_ONE.min(chunks) {
         put(c, k, recv)?;
@@ -357,7 +357,7 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     let first = slots::reserve(c, chunks as u64)?;
     let len = buf.len();
     let span = |k: usize| k * SLOT_DATA..len.min((k + 1) * SLOT_DATA);
-    let uncached = len >= UNCACHED_FROM;
+    let uncached = len >= coll_uncached_from();
     for k in 0..chunks {
         let call = first.nth(k as u64);
         if c.rank() == root {
@@ -414,7 +414,7 @@ pub fn allgatherv(
         })
     };
     let total: usize = blocks.iter().map(|b| b.1).sum();
-    let uncached = total >= UNCACHED_FROM;
+    let uncached = total >= coll_uncached_from();
     for k in 0..AHEAD_ONE.min(chunks) {
         put(c, k, recv)?;
     }

@@ -4,7 +4,7 @@
 //! spin, then yield, then futex sleep, noticing dead peers and deadlines.
 
 use super::buffer::RawBuf;
-use crate::copy::UNCACHED_FROM;
+use crate::copy::p2p_uncached_from;
 use crate::error::{Error, Result};
 use crate::param;
 use crate::param::params;
@@ -1215,10 +1215,10 @@ impl Engine {
                                 unreachable!("body targets a receive")
                             };
                             let fit = buf.len().saturating_sub(o).min(want);
-                            // A large message goes on to memory past the
-                            // cache (measured: 2 ranks, pingpong 32 MiB
-                            // 6.2 -> 4.7 ms; at 2 MiB it costs 25%).
-                            if fit > 0 && len >= UNCACHED_FROM {
+                            // A message too large for the cache goes on to
+                            // memory past it (`p2p_uncached_from` has the
+                            // figures).
+                            if fit > 0 && len >= p2p_uncached_from() {
                                 buf.fill_at(o, fit, |d| link.read_into_uncached(d))
                             } else if fit > 0 {
                                 buf.fill_at(o, fit, |d| link.read_into(d))
