@@ -70,7 +70,7 @@ NCORES=$(nproc)
 OUT=${OUT:-$HERE/results/$(date +%Y-%m-%d-%H%M%S)}
 mkdir -p "$OUT/raw" "$BUILD"
 : >"$OUT/skipped.tsv"
-printf 'lib\tranks\tround\trc\tseconds\n' >"$OUT/runs.tsv"
+printf 'lib\tranks\tround\trc\tseconds\tops\n' >"$OUT/runs.tsv"
 
 log() { echo "compare.sh: $*" >&2; }
 skip() { printf '%s\t%s\n' "$1" "$2" >>"$OUT/skipped.tsv"; log "SKIP $1: $2"; }
@@ -138,8 +138,8 @@ reap_strays() { # binary path
   done
 }
 
-run_one() { # lib ranks round
-  local lib=$1 n=$2 round=$3 rc=0 t0 secs args=$BENCH_ARGS
+run_one() { # lib ranks round ops
+  local lib=$1 n=$2 round=$3 ops=$4 rc=0 t0 secs args=$BENCH_ARGS
   local out=$OUT/raw/$lib-np$n-r$round.txt
   local -a cmd
   [ "$lib" = mpich ] && [ "$n" -gt "$NCORES" ] && args="$args $MPICH_OVERSUB_ARGS"
@@ -171,18 +171,18 @@ run_one() { # lib ranks round
     esac
   fi
   # shellcheck disable=SC2086 # args and EXTRA are word lists on purpose
-  echo "# command: ${cmd[*]} ${BIN[$lib]} $args $EXTRA -o $OPS" >"$out"
+  echo "# command: ${cmd[*]} ${BIN[$lib]} $args $EXTRA -o $ops" >>"$out"
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  timeout -k 10 "$TIMEOUT" nice -n 10 "${cmd[@]}" "${BIN[$lib]}" $args $EXTRA -o "$OPS" \
-    >>"$out" 2>"$OUT/raw/$lib-np$n-r$round.err" || rc=$?
+  timeout -k 10 "$TIMEOUT" nice -n 10 "${cmd[@]}" "${BIN[$lib]}" $args $EXTRA -o "$ops" \
+    >>"$out" 2>>"$OUT/raw/$lib-np$n-r$round.err" || rc=$?
   secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     echo "# TIMEOUT after ${TIMEOUT}s" >>"$out"
     reap_strays "${BIN[$lib]}"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\n' "$lib" "$n" "$round" "$rc" "$secs" >>"$OUT/runs.tsv"
-  log "$lib np=$n round $round: rc=$rc, ${secs}s"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$lib" "$n" "$round" "$rc" "$secs" "$ops" >>"$OUT/runs.tsv"
+  log "$lib np=$n round $round $ops: rc=$rc, ${secs}s"
 }
 
 {
@@ -231,11 +231,22 @@ fi
 
 read -r -a active_arr <<<"$ACTIVE"
 nlib=${#active_arr[@]}
+# Each op is a launch of its own, the libraries side by side: this machine's
+# speed drifts by up to 2x over minutes (shared caches), and a whole-library
+# run of every op put one library's cells in a fast stretch and another's in
+# a slow one.
+if [ "$OPS" = all ]; then
+  op_list=(allreduce bcast reduce allgather reduce_scatter alltoall gather scatter barrier pingpong)
+else
+  IFS=, read -r -a op_list <<<"$OPS"
+fi
 for round in $(seq 1 "$ROUNDS"); do
   for n in $RANKS; do
-    # Rotate the order each round so no library always runs first.
-    for i in $(seq 0 $((nlib - 1))); do
-      run_one "${active_arr[$(((i + round - 1) % nlib))]}" "$n" "$round"
+    for k in "${!op_list[@]}"; do
+      # Rotate the order so no library always runs first.
+      for i in $(seq 0 $((nlib - 1))); do
+        run_one "${active_arr[$(((i + round + k - 1) % nlib))]}" "$n" "$round" "${op_list[$k]}"
+      done
     done
   done
 done

@@ -44,6 +44,9 @@ pub struct Segment {
     map: MmapRaw,
     nranks: usize,
     ring_bytes: usize,
+    /// Offsets of the parts, computed once: every slot and doorbell access
+    /// needs one.
+    layout: Layout,
 }
 
 // SAFETY: all shared state in the mapping is accessed through atomics or
@@ -53,6 +56,7 @@ unsafe impl Sync for Segment {}
 unsafe impl Send for Segment {}
 
 /// Offsets of the parts of a segment.
+#[derive(Clone, Copy)]
 struct Layout {
     bells: usize,
     slots: usize,
@@ -89,7 +93,8 @@ impl Segment {
     /// (thread-per-rank tests). Nothing is left in the file system.
     pub fn anonymous(nranks: usize, ring_bytes: usize) -> Result<Segment> {
         let ring_bytes = ring_bytes_for(nranks, ring_bytes);
-        let total = layout(nranks, ring_bytes).total;
+        let lay = layout(nranks, ring_bytes);
+        let total = lay.total;
         let map = memmap2::MmapOptions::new()
             .len(total)
             .map_anon()
@@ -99,6 +104,7 @@ impl Segment {
             map,
             nranks,
             ring_bytes,
+            layout: lay,
         };
         seg.init_header();
         Ok(seg)
@@ -119,7 +125,8 @@ impl Segment {
             )));
         }
         let ring_bytes = ring_bytes_for(nranks, ring_bytes);
-        let total = layout(nranks, ring_bytes).total;
+        let lay = layout(nranks, ring_bytes);
+        let total = lay.total;
         let file = if rank == 0 {
             let f = OpenOptions::new()
                 .read(true)
@@ -139,6 +146,7 @@ impl Segment {
             map,
             nranks,
             ring_bytes,
+            layout: lay,
         };
         if rank == 0 {
             seg.init_header();
@@ -223,7 +231,7 @@ impl Segment {
     /// The doorbell of `rank`.
     pub fn doorbell(&self, rank: usize) -> &Doorbell {
         assert!(rank < self.nranks);
-        let bells = layout(self.nranks, self.ring_bytes).bells;
+        let bells = self.layout.bells;
         // SAFETY: doorbells are 64-byte aligned slots inside the mapping, made
         // only of atomics.
         unsafe { &*(self.base().add(bells + 64 * rank) as *const Doorbell) }
@@ -232,7 +240,7 @@ impl Segment {
     /// Collective slot area `area` of `rank`.
     pub fn area(&self, rank: usize, area: usize) -> Area {
         assert!(rank < self.nranks && area < AREAS);
-        let slots = layout(self.nranks, self.ring_bytes).slots;
+        let slots = self.layout.slots;
         // SAFETY: the area lies inside the mapping (see `layout`), is 64-byte
         // aligned (AREA_BYTES is a multiple of 64), zero-initialised, and
         // lives as long as the mapping.
@@ -242,7 +250,7 @@ impl Segment {
     /// The ring carrying bytes from `src` to `dst`.
     pub fn ring(&self, src: usize, dst: usize) -> Ring {
         assert!(src < self.nranks && dst < self.nranks);
-        let rings = layout(self.nranks, self.ring_bytes).rings;
+        let rings = self.layout.rings;
         let off = rings + (dst * self.nranks + src) * (CTRL_BYTES + self.ring_bytes);
         // SAFETY: the offset lies inside the mapping (see `layout`), the ring
         // memory is zero-initialised by ftruncate/anonymous mapping, and only
