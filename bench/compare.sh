@@ -236,6 +236,7 @@ nlib=${#active_arr[@]}
 # run of every op put one library's cells in a fast stretch and another's in
 # a slow one.
 if [ "$OPS" = all ]; then
+  # mpibench's `all`, in its order (op_names in mpibench.c).
   op_list=(allreduce bcast reduce allgather reduce_scatter alltoall gather scatter barrier pingpong)
 else
   IFS=, read -r -a op_list <<<"$OPS"

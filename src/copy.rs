@@ -49,16 +49,12 @@ fn largest_cache(dir: &Path) -> Option<usize> {
         .filter_map(|e| {
             let text = std::fs::read_to_string(e.path().join("size")).ok()?;
             let text = text.trim();
-            let (digits, unit) = match text.strip_suffix(['K', 'M']) {
-                Some(d) => (
-                    d,
-                    if text.ends_with('K') {
-                        1 << 10
-                    } else {
-                        1 << 20
-                    },
-                ),
-                None => (text, 1),
+            let (digits, unit) = if let Some(d) = text.strip_suffix('K') {
+                (d, 1 << 10)
+            } else if let Some(d) = text.strip_suffix('M') {
+                (d, 1 << 20)
+            } else {
+                (text, 1)
             };
             digits.parse::<usize>().ok().map(|n| n * unit)
         })

@@ -895,8 +895,9 @@ impl Engine {
         let mut clock: Option<(Instant, Instant)> = None;
         let mut idle: u32 = 0;
         // Whether the last yield came straight back, and when this stretch
-        // of yields began.
-        let (mut alone, mut stretch) = (false, Instant::now());
+        // of yields began (set at its first yield, so a wait that ends while
+        // spinning never reads the clock).
+        let (mut alone, mut stretch) = (false, None);
         if let Some(t) = &self.tcp {
             t.engine_polls();
         }
@@ -927,9 +928,10 @@ impl Engine {
             let now = Instant::now();
             let (start, last) = clock.get_or_insert((now, now));
             if idle == self.spin.saturating_add(1) {
-                stretch = now;
+                stretch = Some(now);
             }
-            if idle <= self.spin + 16 || (alone && now.duration_since(stretch) < ALONE_POLL) {
+            let polling = alone && stretch.is_some_and(|s| now.duration_since(s) < ALONE_POLL);
+            if idle <= self.spin.saturating_add(16) || polling {
                 std::thread::yield_now();
                 alone = now.elapsed() < YIELD_ALONE;
             } else {

@@ -94,9 +94,8 @@ impl Segment {
     pub fn anonymous(nranks: usize, ring_bytes: usize) -> Result<Segment> {
         let ring_bytes = ring_bytes_for(nranks, ring_bytes);
         let lay = layout(nranks, ring_bytes);
-        let total = lay.total;
         let map = memmap2::MmapOptions::new()
-            .len(total)
+            .len(lay.total)
             .map_anon()
             .map_err(|e| Error::os("mmap anonymous segment", e))?;
         let map: MmapRaw = MmapRaw::from(map);
