@@ -11,11 +11,12 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     if c.size() == 1 || buf.is_empty() {
         return Ok(());
     }
-    if let Some(l) = hier::Layout::of(c, "bcast") {
-        return hier::bcast(c, &l, buf, root);
-    }
+    // Slots first: a communicator with slots is never split by host.
     if select::slots(c, "bcast", buf.len() <= SLOT_DATA, true) {
         return slots::bcast(c, buf, root);
+    }
+    if let Some(l) = hier::Layout::of(c, "bcast") {
+        return hier::bcast(c, &l, buf, root);
     }
     match select::bcast(c, buf.len()) {
         select::Bcast::Binomial => binomial(c, buf, root),

@@ -33,7 +33,9 @@ pub const READ_LIMIT: usize = 64 * 1024;
 
 /// One call's view of the slots.
 pub(super) struct Call {
-    seg: Arc<Segment>,
+    /// The engine's segment, not an `Arc` clone: a clone and its drop are
+    /// two locked instructions on every small call.
+    seg: *const Segment,
     area: usize,
     f: u64,
     /// Whether readers of this slot's previous call must be waited for.
@@ -41,19 +43,26 @@ pub(super) struct Call {
 }
 
 impl Call {
+    fn seg(&self) -> &Segment {
+        // SAFETY: `seg` points into the engine's `Arc<Segment>`, which lives
+        // as long as the engine; a `Call` lives within one collective call,
+        // whose `Ctx` borrows that engine throughout.
+        unsafe { &*self.seg }
+    }
+
     fn index(&self) -> usize {
         (self.f % DEPTH as u64) as usize
     }
 
     fn area(&self, c: &Ctx, p: usize) -> Area {
-        self.seg.area(c.comm.world_rank(p), self.area)
+        self.seg().area(c.comm.world_rank(p), self.area)
     }
 }
 
 /// Starts a call; every member must then finish it through the slots.
 fn begin(c: &mut Ctx) -> Result<Call> {
     let seg =
-        c.eng.segment().cloned().ok_or_else(|| {
+        c.eng.segment().map(Arc::as_ptr).ok_or_else(|| {
             Error::Unsupported("collective slots without a shared segment".into())
         })?;
     let s = c.comm.slots.as_mut().ok_or_else(|| {
@@ -125,7 +134,7 @@ impl Call {
     /// (cheap while `safe` is recent).
     pub(super) fn nth(&self, i: u64) -> Call {
         Call {
-            seg: self.seg.clone(),
+            seg: self.seg,
             area: self.area,
             f: window_number(window_index_from(self.f) + i),
             check: true,
@@ -147,7 +156,7 @@ pub(super) fn mark_done(c: &mut Ctx, call: &Call, read_all: bool) {
 fn ring_peers(c: &Ctx, call: &Call) {
     fence(SeqCst);
     for p in (0..c.size()).filter(|&p| p != c.rank()) {
-        call.seg.doorbell(c.comm.world_rank(p)).ring_fenced();
+        call.seg().doorbell(c.comm.world_rank(p)).ring_fenced();
     }
 }
 
@@ -181,7 +190,10 @@ pub(super) fn publish_quiet(
             .filter(|&p| p != c.rank())
             .map(|p| c.comm.world_rank(p))
             .collect();
-        let areas: Vec<Area> = peers.iter().map(|&w| call.seg.area(w, call.area)).collect();
+        let areas: Vec<Area> = peers
+            .iter()
+            .map(|&w| call.seg().area(w, call.area))
+            .collect();
         let least = || areas.iter().map(|a| a.done().load(Acquire)).min();
         if least().unwrap_or(need) < need {
             let ready = |_: &_| areas.iter().all(|a| a.done().load(Acquire) >= need);

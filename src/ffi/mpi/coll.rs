@@ -3,6 +3,7 @@
 
 use super::consts::*;
 use super::errors::{MpiErr, MpiResult};
+use super::lane;
 use super::ops::{check_op, with_reducer, OpSpec};
 use super::ptr::{self, check_buf, check_disjoint, is_in_place};
 use super::state::{call, Runtime};
@@ -12,7 +13,8 @@ use crate::coll::{self, Ctx};
 use crate::comm::{engine::Engine, Comm};
 use std::os::raw::{c_int, c_void};
 
-fn bad_root(root: c_int, n: usize) -> MpiResult<usize> {
+/// `root` as a rank of a communicator of `n`, or `MPI_ERR_ROOT`.
+pub(super) fn bad_root(root: c_int, n: usize) -> MpiResult<usize> {
     usize::try_from(root)
         .ok()
         .filter(|&r| r < n)
@@ -96,7 +98,7 @@ impl Layout<'_> {
 /// A per-rank list that lives on the stack for communicators of up to
 /// `INLINE` ranks: the small collectives build one or two per call, and a
 /// heap allocation and free cost about as much as the call itself.
-struct Scratch<T> {
+pub(super) struct Scratch<T> {
     inline: [T; INLINE],
     heap: Vec<T>,
 }
@@ -104,7 +106,7 @@ struct Scratch<T> {
 const INLINE: usize = 16;
 
 impl<T: Copy + Default> Scratch<T> {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Scratch {
             inline: [T::default(); INLINE],
             heap: Vec::new(),
@@ -112,7 +114,7 @@ impl<T: Copy + Default> Scratch<T> {
     }
 
     /// `n` entries, each `T::default()`.
-    fn take(&mut self, n: usize) -> &mut [T] {
+    pub(super) fn take(&mut self, n: usize) -> &mut [T] {
         if n <= INLINE {
             &mut self.inline[..n]
         } else {
@@ -307,6 +309,9 @@ pub extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
 /// Profiling twin of `MPI_Barrier`.
 #[no_mangle]
 pub extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
+    if let Some(rc) = lane::barrier(comm) {
+        return rc;
+    }
     call("MPI_Barrier", comm, |rt| {
         rt.with_comm(comm, |eng, c| {
             Ok(coll::barrier::barrier(ctx!(
@@ -340,6 +345,9 @@ pub extern "C" fn PMPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::bcast(buffer, count, datatype, root, comm) {
+        return rc;
+    }
     call("MPI_Bcast", comm, |rt| {
         let (_, n) = rt.size_of(comm)?;
         let root = bad_root(root, n)?;
@@ -387,6 +395,9 @@ pub extern "C" fn PMPI_Reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::reduce(sendbuf, recvbuf, count, datatype, op, root, comm) {
+        return rc;
+    }
     call("MPI_Reduce", comm, |rt| {
         let (me, n) = rt.size_of(comm)?;
         let root = bad_root(root, n)?;
@@ -449,6 +460,9 @@ pub extern "C" fn PMPI_Allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::allreduce(sendbuf, recvbuf, count, datatype, op, comm) {
+        return rc;
+    }
     call("MPI_Allreduce", comm, |rt| {
         rt.comm(comm)?;
         let red = rt.red(op, datatype)?;
@@ -654,6 +668,9 @@ pub extern "C" fn PMPI_Reduce_scatter_block(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm) {
+        return rc;
+    }
     call("MPI_Reduce_scatter_block", comm, |rt| {
         let (me, n) = rt.size_of(comm)?;
         count_of(recvcount)?;
@@ -798,6 +815,11 @@ pub extern "C" fn PMPI_Gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::gather(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+    ) {
+        return rc;
+    }
     call("MPI_Gather", comm, |rt| {
         let (me, n) = rt.size_of(comm)?;
         let root = bad_root(root, n)?;
@@ -968,6 +990,11 @@ pub extern "C" fn PMPI_Scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::scatter(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+    ) {
+        return rc;
+    }
     call("MPI_Scatter", comm, |rt| {
         let (me, n) = rt.size_of(comm)?;
         let root = bad_root(root, n)?;
@@ -1126,6 +1153,11 @@ pub extern "C" fn PMPI_Allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::allgather(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+    ) {
+        return rc;
+    }
     call("MPI_Allgather", comm, |rt| {
         let (_, n) = rt.size_of(comm)?;
         count_of(recvcount)?;
@@ -1286,6 +1318,11 @@ pub extern "C" fn PMPI_Alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::alltoall(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+    ) {
+        return rc;
+    }
     call("MPI_Alltoall", comm, |rt| {
         let (_, n) = rt.size_of(comm)?;
         count_of(recvcount)?;

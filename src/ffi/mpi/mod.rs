@@ -14,6 +14,7 @@ pub mod consts;
 pub mod datatypes;
 pub mod env;
 pub mod errors;
+mod lane;
 pub mod ops;
 pub mod p2p;
 pub mod ptr;

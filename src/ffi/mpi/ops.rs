@@ -38,6 +38,20 @@ const BUILTIN_OPS: [(MPI_Op, Op, &str); 14] = [
     (MPI_NO_OP, Op::NoOp, "MPI_NO_OP"),
 ];
 
+/// The predefined op behind a handle, and its name.
+pub fn builtin_op(op: MPI_Op) -> Option<(Op, &'static str)> {
+    BUILTIN_OPS
+        .iter()
+        .find(|b| b.0 == op)
+        .map(|&(_, o, name)| (o, name))
+}
+
+/// The kernel of predefined op `o` on predefined type `t`, when MPICH
+/// accepts the pair.
+pub fn builtin_kernel(o: Op, t: &datatypes::Builtin) -> Option<reduce::KernelFn> {
+    reduce::kernel(o, t.elem).filter(|_| datatypes::op_allowed(o, t))
+}
+
 /// A decoded operation handle.
 #[derive(Clone, Copy, Debug)]
 pub enum OpSpec {
@@ -50,7 +64,7 @@ pub enum OpSpec {
 impl Runtime {
     /// Decodes an operation handle.
     pub fn op_spec(&self, op: MPI_Op) -> MpiResult<OpSpec> {
-        if let Some(&(_, o, name)) = BUILTIN_OPS.iter().find(|b| b.0 == op) {
+        if let Some((o, name)) = builtin_op(op) {
             return Ok(OpSpec::Builtin(o, name));
         }
         match self.ops.get(&op) {
@@ -87,14 +101,12 @@ pub fn with_reducer<R>(
                 format!("{name} is only defined for predefined datatypes, not derived ones"),
             )),
             OpSpec::Builtin(o, name) => {
-                let kernel = reduce::kernel(o, t.base.elem)
-                    .filter(|_| datatypes::op_allowed(o, t.base))
-                    .ok_or_else(|| {
-                        MpiErr::new(
-                            MPI_ERR_OP,
-                            format!("{name} is not defined for datatype {}", t.base.macro_name),
-                        )
-                    })?;
+                let kernel = builtin_kernel(o, t.base).ok_or_else(|| {
+                    MpiErr::new(
+                        MPI_ERR_OP,
+                        format!("{name} is not defined for datatype {}", t.base.macro_name),
+                    )
+                })?;
                 let apply = move |s: &[u8], d: &mut [u8]| kernel(s, d);
                 f(&Reducer {
                     extent: t.base.elem.extent(),

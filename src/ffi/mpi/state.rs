@@ -179,23 +179,46 @@ pub fn call(
     comm: MPI_Comm,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
-    let out = boundary::catch(|| -> Result<(), (MpiErr, MPI_Errhandler)> {
+    run(name, comm, |rt| Some(f(rt))).unwrap_or(MPI_SUCCESS)
+}
+
+/// `call` for a fast lane that may decline (`f` returns `None` having
+/// changed nothing): `None` when the library is not running or `f`
+/// declined, so the caller takes the general way, which also reports
+/// every error in the arguments.
+pub fn call_if(
+    name: &'static str,
+    comm: MPI_Comm,
+    f: impl FnOnce(&mut Runtime) -> Option<MpiResult<()>>,
+) -> Option<c_int> {
+    if STATE.load(Ordering::Acquire) != RUNNING {
+        return None;
+    }
+    run(name, comm, f)
+}
+
+fn run(
+    name: &'static str,
+    comm: MPI_Comm,
+    f: impl FnOnce(&mut Runtime) -> Option<MpiResult<()>>,
+) -> Option<c_int> {
+    let out = boundary::catch(|| -> Result<Option<()>, (MpiErr, MPI_Errhandler)> {
         let mut guard = lock().map_err(|e| (e, WORLD_EH.load(Ordering::Relaxed)))?;
         let rt = guard.as_mut().expect("running implies a runtime");
         rt.err_comm = None;
-        f(rt).map_err(|e| {
+        f(rt).transpose().map_err(|e| {
             let eh = rt.errhandler(rt.err_comm.unwrap_or(comm));
             (e, eh)
         })
     });
     match out {
-        Ok(Ok(())) => MPI_SUCCESS,
-        Ok(Err((e, eh))) => report(name, e, eh),
-        Err(panic) => report(
+        Ok(Ok(done)) => done.map(|()| MPI_SUCCESS),
+        Ok(Err((e, eh))) => Some(report(name, e, eh)),
+        Err(panic) => Some(report(
             name,
             MpiErr::new(MPI_ERR_INTERN, format!("internal panic: {panic}")),
             WORLD_EH.load(Ordering::Relaxed),
-        ),
+        )),
     }
 }
 
