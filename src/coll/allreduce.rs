@@ -19,22 +19,23 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
         }
         return Ok(());
     }
-    if red.commutative {
-        if let Some(l) = hier::Layout::of(c, "allreduce") {
-            return hier::allreduce(c, &l, send, recv, red);
-        }
-    }
     let (fits, cheap) = (
         recv.len() <= SLOT_DATA,
         recv.len() * c.size() <= slots::READ_LIMIT,
     );
     // Decided first: the small calls that take the slots then skip the
-    // algorithm choice (a forced algorithm turns the slots off).
+    // algorithm choice (a forced algorithm turns the slots off), and a
+    // communicator with slots is never split by host.
     if select::slots(c, "allreduce", fits, cheap) {
         if let Some(s) = send {
             copy(recv, s);
         }
         return slots::allreduce(c, recv, red);
+    }
+    if red.commutative {
+        if let Some(l) = hier::Layout::of(c, "allreduce") {
+            return hier::allreduce(c, &l, send, recv, red);
+        }
     }
     let choice = select::allreduce(c, recv.len(), red.extent, red.commutative);
     if choice == select::Allreduce::Stream {

@@ -16,16 +16,17 @@ pub fn reduce(
     root: usize,
     red: &Reducer,
 ) -> Result<()> {
-    if red.commutative {
-        if let Some(l) = hier::Layout::of(c, "reduce") {
-            return hier::reduce(c, &l, send, recv, root, red);
-        }
-    }
+    // Slots first: a communicator with slots is never split by host.
     if c.size() > 1 {
         let bytes = send.or(recv.as_deref()).map_or(0, <[u8]>::len);
         let (fits, cheap) = (bytes <= SLOT_DATA, bytes * c.size() <= slots::READ_LIMIT);
         if select::slots(c, "reduce", fits, cheap) {
             return slots::reduce(c, send, recv, root, red);
+        }
+    }
+    if red.commutative {
+        if let Some(l) = hier::Layout::of(c, "reduce") {
+            return hier::reduce(c, &l, send, recv, root, red);
         }
     }
     let bytes = match (send, recv.as_deref()) {
