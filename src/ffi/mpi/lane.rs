@@ -10,14 +10,14 @@
 //! the check mode, `Result` plumbing at each step, two communicator
 //! look-ups) cost about 30 ns of a 2-rank 8-byte broadcast of 97 ns.
 
-use super::coll::{bad_root, Scratch};
+use super::coll::{back_to_back, bad_root, Scratch};
 use super::consts::*;
 use super::datatypes::{self, Builtin};
 use super::errors::MpiErr;
-use super::ops::{builtin_kernel, builtin_op};
+use super::ops::{builtin_kernel, builtin_op, builtin_reducer};
 use super::ptr::{self, is_in_place};
 use super::state::{call_if, Runtime};
-use crate::coll::{self, Ctx, Reducer};
+use crate::coll::{self, Ctx};
 use crate::comm::{engine::Engine, Comm};
 use crate::error::Result;
 use crate::reduce::KernelFn;
@@ -42,6 +42,32 @@ impl Lane<'_> {
     /// Takes the call: runs `f` on a started collective.
     fn run(self, f: impl FnOnce(&mut Ctx) -> Result<()>) -> Option<Result<()>> {
         Some(f(&mut Ctx::new(self.eng, self.comm).named(self.name)))
+    }
+
+    /// `run` with one block of `len` bytes per rank, back to back.
+    fn run_blocks(
+        self,
+        len: usize,
+        f: impl FnOnce(&mut Ctx, &[(usize, usize)]) -> Result<()>,
+    ) -> Option<Result<()>> {
+        let mut blocks = Scratch::new();
+        let blocks = blocks.take(self.size());
+        back_to_back(blocks, len);
+        self.run(|c| f(c, blocks))
+    }
+
+    /// At the root of a gather or scatter: the span of the all-ranks buffer
+    /// `all` (a `len`-byte block per rank), when it is plain, apart from the
+    /// root's own `len`-byte buffer `own`, and described `same`ly.
+    fn root_span(
+        &self,
+        own: *const c_void,
+        all: *const c_void,
+        len: usize,
+        same: bool,
+    ) -> Option<usize> {
+        let total = span(len, self.size())?;
+        (same && plain(all) && apart(own, len, all, total)).then_some(total)
     }
 }
 
@@ -85,21 +111,6 @@ fn apart(a: *const c_void, alen: usize, b: *const c_void, blen: usize) -> bool {
 /// The kernel of a predefined op on a predefined type MPICH allows it on.
 fn kernel(op: MPI_Op, b: &Builtin) -> Option<KernelFn> {
     builtin_kernel(builtin_op(op)?.0, b)
-}
-
-fn reducer<'k>(b: &Builtin, k: &'k KernelFn) -> Reducer<'k> {
-    Reducer {
-        extent: b.elem.extent(),
-        commutative: true,
-        apply: k,
-    }
-}
-
-/// `n` blocks of `len` bytes back to back.
-fn uniform(blocks: &mut [(usize, usize)], len: usize) {
-    for (p, b) in blocks.iter_mut().enumerate() {
-        *b = (p * len, len);
-    }
 }
 
 /// `len * n`, if a buffer can span it.
@@ -154,7 +165,7 @@ pub fn reduce(
         let s = unsafe { ptr::bytes(send, len) };
         // SAFETY: as above, and apart from `s`; only the root's counts.
         let r = at_root.then(|| unsafe { ptr::bytes_mut(recv, len) });
-        l.run(|c| coll::reduce::reduce(c, Some(s), r, root, &reducer(b, &k)))
+        l.run(|c| coll::reduce::reduce(c, Some(s), r, root, &builtin_reducer(b, &k)))
     })
 }
 
@@ -175,7 +186,7 @@ pub fn allreduce(
         }
         // SAFETY: non-null, count elements of dt (MPI contract), apart.
         let (s, r) = unsafe { (ptr::bytes(send, len), ptr::bytes_mut(recv, len)) };
-        l.run(|c| coll::allreduce::allreduce(c, Some(s), r, &reducer(b, &k)))
+        l.run(|c| coll::allreduce::allreduce(c, Some(s), r, &builtin_reducer(b, &k)))
     })
 }
 
@@ -201,16 +212,12 @@ pub fn gather(
         if l.rank() != root {
             return l.run(|c| coll::gather::gatherv(c, Some(s), None, &[], root));
         }
-        let total = span(len, l.size())?;
-        if (rcount, rtype) != (scount, stype) || !plain(recv) || !apart(send, len, recv, total) {
-            return None;
-        }
+        let total = l.root_span(send, recv, len, (rcount, rtype) == (scount, stype))?;
         // SAFETY: non-null, a block per rank (MPI contract), apart from `s`.
         let r = unsafe { ptr::bytes_mut(recv, total) };
-        let mut blocks = Scratch::new();
-        let blocks = blocks.take(l.size());
-        uniform(blocks, len);
-        l.run(|c| coll::gather::gatherv(c, Some(s), Some(r), blocks, root))
+        l.run_blocks(len, |c, b| {
+            coll::gather::gatherv(c, Some(s), Some(r), b, root)
+        })
     })
 }
 
@@ -236,16 +243,12 @@ pub fn scatter(
         if l.rank() != root {
             return l.run(|c| coll::gather::scatterv(c, None, &[], Some(r), root));
         }
-        let total = span(len, l.size())?;
-        if (rcount, rtype) != (scount, stype) || !plain(send) || !apart(send, total, recv, len) {
-            return None;
-        }
+        let total = l.root_span(recv, send, len, (rcount, rtype) == (scount, stype))?;
         // SAFETY: non-null, a block per rank (MPI contract), apart from `r`.
         let s = unsafe { ptr::bytes(send, total) };
-        let mut blocks = Scratch::new();
-        let blocks = blocks.take(l.size());
-        uniform(blocks, len);
-        l.run(|c| coll::gather::scatterv(c, Some(s), blocks, Some(r), root))
+        l.run_blocks(len, |c, b| {
+            coll::gather::scatterv(c, Some(s), b, Some(r), root)
+        })
     })
 }
 
@@ -286,10 +289,7 @@ pub fn allgather(
         let (len, slen, total) = both(&l, send, (scount, stype), recv, (rcount, rtype), false)?;
         // SAFETY: non-null, sized by counts and type (MPI contract), apart.
         let (s, r) = unsafe { (ptr::bytes(send, slen), ptr::bytes_mut(recv, total)) };
-        let mut blocks = Scratch::new();
-        let blocks = blocks.take(l.size());
-        uniform(blocks, len);
-        l.run(|c| coll::allgather::allgatherv(c, Some(s), r, blocks))
+        l.run_blocks(len, |c, b| coll::allgather::allgatherv(c, Some(s), r, b))
     })
 }
 
@@ -307,10 +307,7 @@ pub fn alltoall(
         let (len, slen, total) = both(&l, send, (scount, stype), recv, (rcount, rtype), true)?;
         // SAFETY: non-null, sized by counts and type (MPI contract), apart.
         let (s, r) = unsafe { (ptr::bytes(send, slen), ptr::bytes_mut(recv, total)) };
-        let mut blocks = Scratch::new();
-        let blocks = blocks.take(l.size());
-        uniform(blocks, len);
-        l.run(|c| coll::alltoall::alltoallv(c, s, blocks, r, blocks))
+        l.run_blocks(len, |c, b| coll::alltoall::alltoallv(c, s, b, r, b))
     })
 }
 
@@ -335,6 +332,8 @@ pub fn reduce_scatter_block(
         let mut lens = Scratch::new();
         let lens = lens.take(l.size());
         lens.fill(len);
-        l.run(|c| coll::reduce_scatter::reduce_scatter(c, Some(s), r, lens, &reducer(b, &k)))
+        l.run(|c| {
+            coll::reduce_scatter::reduce_scatter(c, Some(s), r, lens, &builtin_reducer(b, &k))
+        })
     })
 }

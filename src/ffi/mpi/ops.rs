@@ -52,6 +52,16 @@ pub fn builtin_kernel(o: Op, t: &datatypes::Builtin) -> Option<reduce::KernelFn>
     reduce::kernel(o, t.elem).filter(|_| datatypes::op_allowed(o, t))
 }
 
+/// The reducer of a predefined op's kernel `k` on predefined type `t`
+/// (predefined ops all commute).
+pub fn builtin_reducer<'k>(t: &datatypes::Builtin, k: &'k reduce::KernelFn) -> Reducer<'k> {
+    Reducer {
+        extent: t.elem.extent(),
+        commutative: true,
+        apply: k,
+    }
+}
+
 /// A decoded operation handle.
 #[derive(Clone, Copy, Debug)]
 pub enum OpSpec {
@@ -107,12 +117,7 @@ pub fn with_reducer<R>(
                         format!("{name} is not defined for datatype {}", t.base.macro_name),
                     )
                 })?;
-                let apply = move |s: &[u8], d: &mut [u8]| kernel(s, d);
-                f(&Reducer {
-                    extent: t.base.elem.extent(),
-                    commutative: true,
-                    apply: &apply,
-                })
+                f(&builtin_reducer(t.base, &kernel))
             }
             OpSpec::User(u) => {
                 let apply = move |s: &[u8], d: &mut [u8]| {

@@ -179,6 +179,7 @@ pub fn call(
     comm: MPI_Comm,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
+    // `f` always answers, so `run` never returns `None` here.
     run(name, comm, |rt| Some(f(rt))).unwrap_or(MPI_SUCCESS)
 }
 
