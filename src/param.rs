@@ -13,6 +13,8 @@
 //! | `FERROCOLL_CACHE_BYTES` | (from sysfs) | bytes of the last-level CPU cache: received messages (and a rank's own block) from half this size, and streamed collective results from four times it, are stored past the cache |
 //! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
 //! | `FERROCOLL_NSOCKS` | `1` | TCP sockets per pair of ranks (1-16); a link's bytes are dealt to them in 128 KiB pieces; the dialling rank's value counts |
+//! | `FERROCOLL_SOCKET_SNDBUF` | `524288` | bytes of each TCP socket's send buffer (the kernel doubles it); `0`: the kernel's autotuning |
+//! | `FERROCOLL_SOCKET_RCVBUF` | `4194304` | bytes of each TCP socket's receive buffer, set only where `net.core.rmem_max` allows it; `0`: the kernel's autotuning |
 //! | `FERROCOLL_SOCKET_IFNAME` | (loopback on one host) | interfaces to listen on: names or prefixes, `^` to exclude, `=` for exact names (`NCCL_SOCKET_IFNAME` when unset) |
 //! | `FERROCOLL_RANK`, `FERROCOLL_SIZE`, `FERROCOLL_JOB` | (set by `ferrorun`) | this rank, the rank count, the job id |
 //! | `FERROCOLL_STORE`, `FERROCOLL_SECRET` | (set by `ferrorun`) | the rendezvous store's address and the job secret (64 hex digits) |
@@ -60,6 +62,10 @@ pub struct Params {
     pub socket_ifname: Option<String>,
     /// `FERROCOLL_NSOCKS`, 1 to 16.
     pub nsocks: usize,
+    /// `FERROCOLL_SOCKET_SNDBUF` (0: the kernel's autotuning).
+    pub socket_sndbuf: usize,
+    /// `FERROCOLL_SOCKET_RCVBUF` (0: the kernel's autotuning).
+    pub socket_rcvbuf: usize,
     /// `FERROCOLL_BIND`.
     pub bind: crate::bootstrap::bind::Bind,
 }
@@ -128,6 +134,12 @@ impl Params {
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .unwrap_or(1)
                 .clamp(1, MAX_NSOCKS),
+            socket_sndbuf: get("FERROCOLL_SOCKET_SNDBUF")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(512 * 1024),
+            socket_rcvbuf: get("FERROCOLL_SOCKET_RCVBUF")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(4 << 20),
             bind: crate::bootstrap::bind::Bind::parse(get("FERROCOLL_BIND").as_deref()),
         }
     }

@@ -396,6 +396,8 @@ impl TcpLinks {
                 s.set_nonblocking(true)
                     .and_then(|_| s.set_nodelay(true))
                     .map_err(|e| Error::os("configuring a TCP link", e))?;
+                let p = crate::param::params();
+                super::sockbuf::size(s, p.socket_sndbuf, p.socket_rcvbuf);
             }
             let c = Arc::new(Conn {
                 socks: Socks(set),

@@ -8,3 +8,4 @@ pub mod auth;
 pub mod link;
 pub mod mesh;
 mod rxbuf;
+pub mod sockbuf;
