@@ -241,7 +241,19 @@ if [ "$OPS" = all ]; then
 else
   IFS=, read -r -a op_list <<<"$OPS"
 fi
+# The machine's own speed, before each round (bench/floor.c): shared
+# machines change speed for minutes at a time, and every library's figures
+# move with them.
+FLOOR=""
+if nice -n 10 cc $CFLAGS -o "$BUILD/floor" "$HERE/floor.c" >>"$OUT/build-floor.log" 2>&1; then
+  FLOOR=$BUILD/floor
+else
+  log "bench/floor.c did not compile (see $OUT/build-floor.log): no machine probe"
+fi
 for round in $(seq 1 "$ROUNDS"); do
+  if [ -n "$FLOOR" ]; then
+    echo "floor before round $round: $(timeout 60 "$FLOOR" 2>&1 || echo failed)" >>"$OUT/meta.txt"
+  fi
   for n in $RANKS; do
     for k in "${!op_list[@]}"; do
       # Rotate the order so no library always runs first.

@@ -1,0 +1,132 @@
+/* floor: what this machine can do right now, without any MPI library, for
+ * reading benchmark tables. Shared machines change speed for minutes at a
+ * time (where the host runs the two vCPUs, what else uses its memory), and
+ * every library's large-message figures move with them: compare.sh prints
+ * this probe before each round so a table can be read against it.
+ *
+ * It prints one line: one core's memcpy of 8 MiB (cached source, best of
+ * 20), and the two-copy stream that shared-memory collectives are built on:
+ * two processes, one copying 64 KiB chunks of an 8 MiB or 32 MiB buffer into
+ * a ring of 16 shared slots, the other copying them out (median of 11). A
+ * library that stages through shared memory cannot beat the stream figure
+ * for a 2-rank broadcast of that size; one that copies once (cross-memory
+ * attach) pays the kernel's page pinning instead.
+ * Usage: floor (no arguments). */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK (64 * 1024)
+#define SLOTS 16
+#define REPS 11
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Shared between the two processes: the ring, its counters, a barrier. */
+struct shared {
+  volatile int64_t published, consumed, arrived[2];
+  char ring[SLOTS][CHUNK];
+};
+
+static void spin_until(volatile int64_t *v, int64_t at_least) {
+  while (__atomic_load_n(v, __ATOMIC_ACQUIRE) < at_least) {
+  }
+}
+
+/* Microseconds per stream of `len` bytes, median of REPS; -1 on failure. */
+static double stream_us(size_t len) {
+  struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) return -1;
+  memset((void *)sh, 0, sizeof *sh);
+  double *times = mmap(NULL, REPS * sizeof(double), PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (times == MAP_FAILED) return -1;
+  pid_t child = fork();
+  if (child < 0) return -1;
+  int writer = child != 0;
+  char *buf = malloc(len);
+  if (!buf) _exit(1);
+  memset(buf, writer ? 1 : 0, len);
+  size_t chunks = (len + CHUNK - 1) / CHUNK;
+  int64_t seq = 0;
+  for (int r = 0; r <= REPS; r++) { /* round 0 warms up */
+    __atomic_fetch_add(&sh->arrived[0], 1, __ATOMIC_ACQ_REL);
+    spin_until(&sh->arrived[0], 2 * (r + 1));
+    double t = now();
+    for (size_t k = 0; k < chunks; k++) {
+      int64_t s = seq + (int64_t)k + 1;
+      char *slot = sh->ring[s % SLOTS];
+      size_t n = len - k * CHUNK < CHUNK ? len - k * CHUNK : CHUNK;
+      if (writer) {
+        spin_until(&sh->consumed, s - SLOTS);
+        memcpy(slot, buf + k * CHUNK, n);
+        __atomic_store_n(&sh->published, s, __ATOMIC_RELEASE);
+      } else {
+        spin_until(&sh->published, s);
+        memcpy(buf + k * CHUNK, slot, n);
+        __atomic_store_n(&sh->consumed, s, __ATOMIC_RELEASE);
+      }
+    }
+    seq += (int64_t)chunks;
+    if (writer) spin_until(&sh->consumed, seq);
+    if (writer && r > 0) times[r - 1] = (now() - t) * 1e6;
+    __atomic_fetch_add(&sh->arrived[1], 1, __ATOMIC_ACQ_REL);
+    spin_until(&sh->arrived[1], 2 * (r + 1));
+  }
+  free(buf);
+  if (!writer) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  qsort(times, REPS, sizeof(double), cmp);
+  double median = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? times[REPS / 2] : -1;
+  munmap(times, REPS * sizeof(double));
+  munmap(sh, sizeof *sh);
+  return median;
+}
+
+static double memcpy_us(size_t len) {
+  char *a = malloc(len), *b = malloc(len);
+  if (!a || !b) return -1;
+  memset(a, 1, len);
+  memset(b, 2, len);
+  double best = 1e30;
+  for (int r = 0; r < 20; r++) {
+    double t = now();
+    memcpy(b, a, len);
+    t = now() - t;
+    if (t < best) best = t;
+    __asm__ volatile("" : : "r"(b) : "memory"); /* keep the copy */
+  }
+  free(a);
+  free(b);
+  return best * 1e6;
+}
+
+int main(void) {
+  const size_t mib = 1024 * 1024;
+  double m8 = memcpy_us(8 * mib), s8 = stream_us(8 * mib), s32 = stream_us(32 * mib);
+  if (m8 < 0 || s8 < 0 || s32 < 0) {
+    fprintf(stderr, "floor: probe failed\n");
+    return 1;
+  }
+  printf("memcpy 8 MiB %.0f us (%.1f GB/s); two-process stream 8 MiB %.0f us "
+         "(%.1f GB/s), 32 MiB %.0f us (%.1f GB/s)\n",
+         m8, 8 * mib / m8 / 1e3, s8, 8 * mib / s8 / 1e3, s32, 32 * mib / s32 / 1e3);
+  return 0;
+}
