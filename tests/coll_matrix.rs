@@ -181,19 +181,22 @@ fn reduce_all_algorithms() {
     }
 }
 
-/// Host-aware allreduce, bcast and reduce (rings inside a "host", TCP
-/// across) against the references, with the flat algorithms beside them.
+/// Host-aware allreduce (also in slices, one per rank of a host), bcast and
+/// reduce (rings inside a "host", TCP across) against the references, with
+/// the flat algorithms beside them.
 #[test]
 fn host_aware_collectives() {
-    let layouts: [&[u32]; 4] = [
+    let layouts: [&[u32]; 5] = [
         &[0, 0, 1],
         &[0, 1, 0, 1],
         &[0, 0, 1, 1, 1],
         &[0, 0, 0, 1, 2, 2, 1],
+        &[2, 0, 1, 0, 1, 2],
     ];
     for hosts in layouts {
         let n = hosts.len();
-        for algo in ["auto", "flat"] {
+        // `slices` applies to allreduce where every host has as many ranks.
+        for algo in ["auto", "flat", "slices"] {
             let forced = [("allreduce", algo), ("bcast", algo), ("reduce", algo)];
             for count in [0, 1, 1001, BIG] {
                 let want = sum_ref(n, count);

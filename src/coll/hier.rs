@@ -7,7 +7,8 @@
 //! The phases run on parts of the communicator within one call, each with
 //! its own range of step numbers, so their messages never match each other.
 
-use super::{allreduce, bcast, reduce, Ctx, Reducer};
+use super::{allgather, allreduce, bcast, even_blocks, reduce, reduce_scatter, Ctx, Reducer};
+use crate::copy::copy;
 use crate::error::{Error, Result};
 
 /// Step offsets of the phases within a call's tags.
@@ -59,8 +60,14 @@ fn index_of(v: &[usize], x: usize) -> usize {
         .expect("member of its own group")
 }
 
-/// Allreduce (commutative ops): reduce to each host's first rank, allreduce
-/// among those, broadcast inside each host. `send == None`: in place.
+/// Smallest vector that `allreduce` cuts into slices, one per rank of a
+/// host, on its own (`FERROCOLL_ALGO=allreduce=slices` forces them).
+const SLICES_FROM: usize = 64 * 1024;
+
+/// Allreduce (commutative ops). When every host has the same number of
+/// ranks, large vectors go in slices (`slices`); otherwise: reduce to each
+/// host's first rank, allreduce among those, broadcast inside each host.
+/// `send == None`: in place.
 pub fn allreduce(
     c: &mut Ctx,
     l: &Layout,
@@ -68,6 +75,16 @@ pub fn allreduce(
     recv: &mut [u8],
     red: &Reducer,
 ) -> Result<()> {
+    let k = l.group().len();
+    let even = l.groups.iter().all(|g| g.len() == k) && recv.len() / red.extent.max(1) >= k;
+    let wanted = match c.forced("allreduce") {
+        Some("slices") => true,
+        Some(_) => false,
+        None => recv.len() >= SLICES_FROM,
+    };
+    if even && wanted {
+        return slices(c, l, send, recv, red);
+    }
     let reps = l.reps(None);
     let group = l.group();
     let is_rep = reps[l.mine] == c.rank();
@@ -89,6 +106,47 @@ pub fn allreduce(
         allreduce::allreduce(&mut c.sub(&mut across, ACROSS), None, recv, red)?;
     }
     bcast::bcast(&mut c.sub(&mut inner, OUTWARD), recv, 0)
+}
+
+/// Allreduce in slices, for hosts with `k` ranks each: reduce-scatter
+/// inside each host (slice `j` to its `j`-th rank), allreduce of slice `j`
+/// among the hosts' `j`-th ranks, allgather inside each host. Every rank
+/// carries `1/k` of the traffic across hosts, so a host's ranks drive `k`
+/// connections at once instead of one, and none of them waits idle while
+/// its representative talks.
+fn slices(
+    c: &mut Ctx,
+    l: &Layout,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    red: &Reducer,
+) -> Result<()> {
+    let group = l.group();
+    let j = index_of(group, c.rank());
+    let blocks = even_blocks(recv.len(), red.extent, group.len());
+    let counts: Vec<usize> = blocks.iter().map(|b| b.1).collect();
+    let (o, len) = blocks[j];
+    let mut inner = c.view_of(group)?;
+    let mut part = c.scratch(len);
+    let mut r = reduce_scatter::reduce_scatter(
+        &mut c.sub(&mut inner, INWARD),
+        Some(send.unwrap_or(recv)),
+        &mut part,
+        &counts,
+        red,
+    );
+    if r.is_ok() {
+        let peers: Vec<usize> = l.groups.iter().map(|g| g[j]).collect();
+        r = c.view_of(&peers).and_then(|mut across| {
+            allreduce::allreduce(&mut c.sub(&mut across, ACROSS), None, &mut part, red)
+        });
+    }
+    if r.is_ok() {
+        copy(&mut recv[o..o + len], &part);
+    }
+    c.give_back(part);
+    r?;
+    allgather::allgatherv(&mut c.sub(&mut inner, OUTWARD), None, recv, &blocks)
 }
 
 /// Broadcast: from the root to the other hosts' representatives, then

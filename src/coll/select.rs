@@ -4,7 +4,7 @@
 //!
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
-//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream` | slots while all parts together fit 64 KiB, stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling |
+//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat` | slots while all parts together fit 64 KiB, stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream` | slots up to 64 KiB, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream` | slots while all parts together fit 64 KiB, stream above; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream` | slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
