@@ -551,6 +551,25 @@ impl Engine {
         Ok(id)
     }
 
+    /// Sends a message that needs no request, at once: eager (shared-memory
+    /// messages from the rendezvous size wait for their receive), nothing
+    /// queued to `dst` before it (messages keep their order), and the link
+    /// takes header and data together now. `Ok(false)`: nothing was done,
+    /// and `isend` must take the message.
+    pub fn send_now(&mut self, dst: usize, ctx: u32, tag: i32, data: &[u8]) -> Result<bool> {
+        self.check()?;
+        let link = &mut self.links[dst];
+        let eager = data.len() < self.rndv_min || !link.is_remote();
+        if !eager || !self.sendq[dst].is_empty() || link.has_failed() {
+            return Ok(false);
+        }
+        if !link.write_both(&Frame::eager(ctx, tag, data.len()).encode(), data) {
+            return Ok(false);
+        }
+        self.ring_bell(dst);
+        Ok(true)
+    }
+
     /// Posts a receive into `buf`.
     pub fn irecv(&mut self, m: Match, buf: RawBuf) -> Result<ReqId> {
         self.check()?;
