@@ -521,7 +521,7 @@ impl Engine {
         if self.links[dst].has_failed() {
             return Err(self.link_death(dst, op));
         }
-        let announce = buf.len() >= self.rndv_min && self.links[dst].is_remote();
+        let announce = self.announces(dst, buf.len());
         let mut frame = Frame::eager(ctx, tag, buf.len());
         let id = self.alloc(Kind::Send {
             dst,
@@ -558,16 +558,22 @@ impl Engine {
     /// and `isend` must take the message.
     pub fn send_now(&mut self, dst: usize, ctx: u32, tag: i32, data: &[u8]) -> Result<bool> {
         self.check()?;
-        let link = &mut self.links[dst];
-        let eager = data.len() < self.rndv_min || !link.is_remote();
-        if !eager || !self.sendq[dst].is_empty() || link.has_failed() {
+        if self.announces(dst, data.len()) || !self.sendq[dst].is_empty() {
             return Ok(false);
         }
-        if !link.write_both(&Frame::eager(ctx, tag, data.len()).encode(), data) {
+        let link = &mut self.links[dst];
+        if link.has_failed() || !link.write_both(&Frame::eager(ctx, tag, data.len()).encode(), data)
+        {
             return Ok(false);
         }
         self.ring_bell(dst);
         Ok(true)
+    }
+
+    /// Whether a `len`-byte send to `dst` waits for its receive (rendezvous
+    /// over shared memory) instead of leaving eagerly.
+    fn announces(&self, dst: usize, len: usize) -> bool {
+        len >= self.rndv_min && self.links[dst].is_remote()
     }
 
     /// Posts a receive into `buf`.

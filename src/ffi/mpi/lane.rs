@@ -357,13 +357,12 @@ pub fn send(
     lane("MPI_Send", comm, |l| {
         let d = usize::try_from(dest).ok().filter(|&d| d < l.size())?;
         let (to, ctx) = (l.comm.world_rank(d), l.comm.p2p_ctx());
-        // SAFETY: MPI_Send's caller provides `count` elements of `dt`
-        // (`bytes` bytes) at `buf`, readable for the duration of the call.
-        let data = unsafe { std::slice::from_raw_parts(buf as *const u8, bytes) };
-        match l.eng.send_now(to, ctx, tag, data) {
-            Ok(true) => Some(Ok(())),
-            Ok(false) => None,
-            Err(e) => Some(Err(e)),
-        }
+        // SAFETY: non-null, count elements of dt (MPI contract).
+        let data = unsafe { ptr::bytes(buf, bytes) };
+        // Not sent at once: decline, and the general path posts it.
+        l.eng
+            .send_now(to, ctx, tag, data)
+            .map(|sent| sent.then_some(()))
+            .transpose()
     })
 }

@@ -30,7 +30,11 @@
 use crate::param::{debug_log, DebugLevel};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+
+/// Whether the receive buffer note was logged.
+static SAID: AtomicBool = AtomicBool::new(false);
 
 /// Sets `sock`'s send buffer to `snd` bytes and its receive buffer to
 /// `rcv` bytes (0: leave the kernel's autotuning). Failures only cost speed,
@@ -42,12 +46,14 @@ pub fn size(sock: &TcpStream, snd: usize, rcv: usize) {
     if rcv > 0 {
         match rmem_max() {
             Some(max) if max >= rcv => set(sock, libc::SO_RCVBUF, rcv),
-            max => debug_log(DebugLevel::Info, || {
+            // Said once per process, not once per socket.
+            max if !SAID.swap(true, Ordering::Relaxed) => debug_log(DebugLevel::Info, || {
                 format!(
-                    "TCP receive buffer left to autotuning: net.core.rmem_max is {max:?}, \
+                    "TCP receive buffers left to autotuning: net.core.rmem_max is {max:?}, \
                      below FERROCOLL_SOCKET_RCVBUF={rcv}"
                 )
             }),
+            _ => {}
         }
     }
 }
