@@ -15,6 +15,7 @@
 //! | `FERROCOLL_NSOCKS` | `1` | TCP sockets per pair of ranks (1-16); a link's bytes are dealt to them in 128 KiB pieces; the dialling rank's value counts |
 //! | `FERROCOLL_SOCKET_SNDBUF` | `524288` | bytes of each TCP socket's send buffer (the kernel doubles it); `0`: the kernel's autotuning |
 //! | `FERROCOLL_SOCKET_RCVBUF` | `4194304` | bytes of each TCP socket's receive buffer, set only where `net.core.rmem_max` allows it; `0`: the kernel's autotuning |
+//! | `FERROCOLL_SOCKET_CC` | `reno` | congestion control of each TCP socket, any name in `/proc/sys/net/ipv4/tcp_available_congestion_control`; `system`: the host's default |
 //! | `FERROCOLL_SOCKET_IFNAME` | (loopback on one host) | interfaces to listen on: names or prefixes, `^` to exclude, `=` for exact names (`NCCL_SOCKET_IFNAME` when unset) |
 //! | `FERROCOLL_RANK`, `FERROCOLL_SIZE`, `FERROCOLL_JOB` | (set by `ferrorun`) | this rank, the rank count, the job id |
 //! | `FERROCOLL_STORE`, `FERROCOLL_SECRET` | (set by `ferrorun`) | the rendezvous store's address and the job secret (64 hex digits) |
@@ -66,6 +67,8 @@ pub struct Params {
     pub socket_sndbuf: usize,
     /// `FERROCOLL_SOCKET_RCVBUF` (0: the kernel's autotuning).
     pub socket_rcvbuf: usize,
+    /// `FERROCOLL_SOCKET_CC`; `None`: the host's default.
+    pub socket_cc: Option<String>,
     /// `FERROCOLL_BIND`.
     pub bind: crate::bootstrap::bind::Bind,
 }
@@ -140,6 +143,11 @@ impl Params {
             socket_rcvbuf: get("FERROCOLL_SOCKET_RCVBUF")
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .unwrap_or(4 << 20),
+            socket_cc: match get("FERROCOLL_SOCKET_CC").as_deref().map(str::trim) {
+                None => Some("reno".to_string()),
+                Some("" | "system") => None,
+                Some(name) => Some(name.to_string()),
+            },
             bind: crate::bootstrap::bind::Bind::parse(get("FERROCOLL_BIND").as_deref()),
         }
     }
@@ -198,6 +206,14 @@ mod tests {
         assert_eq!(p.ring_bytes, 256 * 1024);
         assert!(!p.check);
         assert_eq!(p.cache_bytes, None);
+        assert_eq!(p.socket_cc.as_deref(), Some("reno"));
+        assert_eq!(parse(&[("FERROCOLL_SOCKET_CC", "system")]).socket_cc, None);
+        assert_eq!(
+            parse(&[("FERROCOLL_SOCKET_CC", " cubic ")])
+                .socket_cc
+                .as_deref(),
+            Some("cubic")
+        );
         assert_eq!(
             parse(&[("FERROCOLL_CACHE_BYTES", "4194304")]).cache_bytes,
             Some(4 << 20)

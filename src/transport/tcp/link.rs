@@ -398,6 +398,7 @@ impl TcpLinks {
                     .map_err(|e| Error::os("configuring a TCP link", e))?;
                 let p = crate::param::params();
                 super::sockbuf::size(s, p.socket_sndbuf, p.socket_rcvbuf);
+                super::congestion::choose(s, p.socket_cc.as_deref());
             }
             let c = Arc::new(Conn {
                 socks: Socks(set),

@@ -5,6 +5,7 @@
 //! socket buffer never stalls a ring of sends.
 
 pub mod auth;
+pub mod congestion;
 pub mod link;
 pub mod mesh;
 mod rxbuf;
