@@ -186,8 +186,10 @@ fn reduce_all_algorithms() {
 /// the flat algorithms beside them.
 #[test]
 fn host_aware_collectives() {
-    let layouts: [&[u32]; 5] = [
+    let layouts: [&[u32]; 6] = [
         &[0, 0, 1],
+        // Aligned blocks: small allreduces take recursive doubling.
+        &[0, 0, 1, 1],
         &[0, 1, 0, 1],
         &[0, 0, 1, 1, 1],
         &[0, 0, 0, 1, 2, 2, 1],

@@ -52,6 +52,23 @@ impl Layout {
     fn group(&self) -> &[usize] {
         &self.groups[self.mine]
     }
+
+    /// Whether the hosts hold aligned blocks of ranks (`0..k`, `k..2k`,
+    /// ...) with `k` and the host count powers of two. Recursive doubling
+    /// then pairs ranks on one host for its first `log2 k` steps and crosses
+    /// hosts only in the last `log2 hosts`, as often as the host-aware
+    /// allreduce does, in `log2 k` fewer steps (that one also reduces and
+    /// broadcasts inside each host).
+    pub fn aligned_blocks(&self) -> bool {
+        let k = self.groups[0].len();
+        k.is_power_of_two()
+            && self.groups.len().is_power_of_two()
+            && self
+                .groups
+                .iter()
+                .enumerate()
+                .all(|(h, g)| g.len() == k && g.iter().enumerate().all(|(i, &r)| r == h * k + i))
+    }
 }
 
 fn index_of(v: &[usize], x: usize) -> usize {
@@ -127,25 +144,44 @@ fn slices(
     let counts: Vec<usize> = blocks.iter().map(|b| b.1).collect();
     let (o, len) = blocks[j];
     let mut inner = c.view_of(group)?;
-    let mut part = c.scratch(len);
-    let mut r = reduce_scatter::reduce_scatter(
-        &mut c.sub(&mut inner, INWARD),
-        Some(send.unwrap_or(recv)),
-        &mut part,
-        &counts,
-        red,
-    );
-    if r.is_ok() {
-        let peers: Vec<usize> = l.groups.iter().map(|g| g[j]).collect();
-        r = c.view_of(&peers).and_then(|mut across| {
-            allreduce::allreduce(&mut c.sub(&mut across, ACROSS), None, &mut part, red)
-        });
+    let peers: Vec<usize> = l.groups.iter().map(|g| g[j]).collect();
+    let across = |c: &mut Ctx, slice: &mut [u8]| {
+        let mut view = c.view_of(&peers)?;
+        allreduce::allreduce(&mut c.sub(&mut view, ACROSS), None, slice, red)
+    };
+    match send {
+        // The slice lands straight in its place in `recv`.
+        Some(s) => {
+            let slice = &mut recv[o..o + len];
+            reduce_scatter::reduce_scatter(
+                &mut c.sub(&mut inner, INWARD),
+                Some(s),
+                slice,
+                &counts,
+                red,
+            )?;
+            across(c, slice)?;
+        }
+        // In place the input is still needed until the reduce-scatter ends.
+        None => {
+            let mut part = c.scratch(len);
+            let mut r = reduce_scatter::reduce_scatter(
+                &mut c.sub(&mut inner, INWARD),
+                Some(recv),
+                &mut part,
+                &counts,
+                red,
+            );
+            if r.is_ok() {
+                r = across(c, &mut part);
+            }
+            if r.is_ok() {
+                copy(&mut recv[o..o + len], &part);
+            }
+            c.give_back(part);
+            r?;
+        }
     }
-    if r.is_ok() {
-        copy(&mut recv[o..o + len], &part);
-    }
-    c.give_back(part);
-    r?;
     allgather::allgatherv(&mut c.sub(&mut inner, OUTWARD), None, recv, &blocks)
 }
 
@@ -215,4 +251,28 @@ pub fn reduce(
     }
     c.give_back(part);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Layout;
+
+    fn layout(groups: &[&[usize]]) -> Layout {
+        Layout {
+            groups: groups.iter().map(|g| g.to_vec()).collect(),
+            mine: 0,
+        }
+    }
+
+    #[test]
+    fn aligned_blocks_need_equal_power_of_two_blocks_in_rank_order() {
+        assert!(layout(&[&[0, 1], &[2, 3]]).aligned_blocks());
+        assert!(layout(&[&[0, 1, 2, 3], &[4, 5, 6, 7]]).aligned_blocks());
+        assert!(layout(&[&[0], &[1], &[2], &[3]]).aligned_blocks());
+        // Interleaved, uneven, three hosts, three ranks a host.
+        assert!(!layout(&[&[0, 2], &[1, 3]]).aligned_blocks());
+        assert!(!layout(&[&[0, 1], &[2]]).aligned_blocks());
+        assert!(!layout(&[&[0, 1], &[2, 3], &[4, 5]]).aligned_blocks());
+        assert!(!layout(&[&[0, 1, 2], &[3, 4, 5]]).aligned_blocks());
+    }
 }

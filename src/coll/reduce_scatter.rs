@@ -24,6 +24,19 @@ pub fn ring(
     blocks: &[(usize, usize)],
     red: &Reducer,
 ) -> Result<()> {
+    ring_into(c, input, data, blocks, red, None)
+}
+
+/// `ring`, with `input`, leaving this rank's block in `dest` instead of
+/// `data` when `dest` is given (one copy of the block fewer).
+fn ring_into(
+    c: &mut Ctx,
+    input: Option<&[u8]>,
+    data: &mut [u8],
+    blocks: &[(usize, usize)],
+    red: &Reducer,
+    mut dest: Option<&mut [u8]>,
+) -> Result<()> {
     let (n, r) = (c.size(), c.rank());
     let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
     let piece = (PIECE / red.extent).max(1) * red.extent;
@@ -39,7 +52,11 @@ pub fn ring(
         // No steps: the result is this rank's own part.
         if let Some(inp) = input {
             let (o, l) = blocks[0];
-            copy(&mut data[o..o + l], &inp[o..o + l]);
+            let dst = match dest {
+                Some(d) => d,
+                None => &mut data[o..o + l],
+            };
+            copy(dst, &inp[o..o + l]);
         }
         return Ok(());
     }
@@ -63,6 +80,11 @@ pub fn ring(
                     &*sp[0]
                 };
                 let mine = &inp[rb.0..rb.0 + rb.1];
+                // The last step receives this rank's own block.
+                let acc = match dest.as_deref_mut() {
+                    Some(o) if s + 2 == n => o,
+                    _ => acc,
+                };
                 c.sendrecv_folding(
                     s as u32,
                     Some((next, out)),
@@ -118,14 +140,13 @@ pub fn reduce_scatter(
     match choice {
         select::ReduceScatter::Ring | select::ReduceScatter::Stream => {
             let mut data = c.scratch(total);
-            let input = match send {
-                Some(s) => s,
-                None => &recv[..total],
+            let res = match send {
+                Some(s) => ring_into(c, Some(s), &mut data, &blocks, red, Some(&mut recv[..bl])),
+                // In place the block is still input until the last step.
+                None => ring(c, Some(&recv[..total]), &mut data, &blocks, red).map(|()| {
+                    copy(&mut recv[..bl], &data[bo..bo + bl]);
+                }),
             };
-            let res = ring(c, Some(input), &mut data, &blocks, red);
-            if res.is_ok() {
-                copy(&mut recv[..bl], &data[bo..bo + bl]);
-            }
             c.give_back(data);
             res?;
         }
