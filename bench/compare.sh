@@ -191,6 +191,11 @@ run_one() { # lib ranks round ops
   echo "libraries: $ACTIVE"
   if [ "$VETH" = 1 ]; then echo "transport: tcp (veth, 2 hosts; shm inside a host)"
   elif [ "$TCP" = 1 ]; then echo "transport: tcp (loop-back)"; else echo "transport: shm"; fi
+  if [ "$TCP" = 1 ]; then
+    # ferrocoll picks its sockets' congestion control; Open MPI runs the
+    # host's default. Said here because it moves the veth figures by 2x.
+    echo "tcp congestion control: host default $(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown) (Open MPI); ferrocoll ${FERROCOLL_SOCKET_CC:-reno} (FERROCOLL_SOCKET_CC)"
+  fi
   echo "ranks: $RANKS  rounds: $ROUNDS  ops: $OPS  timeout: ${TIMEOUT}s"
   echo "mpibench args: $BENCH_ARGS $EXTRA (MPICH at ranks > cores adds: $MPICH_OVERSUB_ARGS)"
   if [ -n "${BIN[ferrocoll]:-}" ]; then
