@@ -37,6 +37,8 @@ fn ring_into(
     red: &Reducer,
     mut dest: Option<&mut [u8]>,
 ) -> Result<()> {
+    // Without `input`, `data` holds the contribution and the result.
+    debug_assert!(dest.is_none() || input.is_some(), "dest needs input");
     let (n, r) = (c.size(), c.rank());
     let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
     let piece = (PIECE / red.extent).max(1) * red.extent;

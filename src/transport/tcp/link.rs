@@ -388,6 +388,7 @@ impl TcpLinks {
         let wake = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
         let mut links = Vec::new();
         let mut conns = Vec::new();
+        let p = crate::param::params();
         for set in socks {
             if set.is_empty() {
                 return Err(Error::InvalidArg("a TCP link needs a socket".into()));
@@ -396,7 +397,6 @@ impl TcpLinks {
                 s.set_nonblocking(true)
                     .and_then(|_| s.set_nodelay(true))
                     .map_err(|e| Error::os("configuring a TCP link", e))?;
-                let p = crate::param::params();
                 super::sockbuf::size(s, p.socket_sndbuf, p.socket_rcvbuf);
                 super::congestion::choose(s, p.socket_cc.as_deref());
             }
