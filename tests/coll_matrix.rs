@@ -398,9 +398,16 @@ fn alltoall_reduce_scatter_scan_barrier() {
         ("direct", "ring", "dissemination"),
         ("pairwise", "reduce_scatterv", "slots"),
         ("slots", "slots", "slots"),
+        ("stream", "ring", "slots"),
     ] {
         for n in RANKS {
-            for count in counts(n, false) {
+            // Streamed: several chunks, the last one short.
+            let extra = if a2a == "stream" {
+                vec![40_003]
+            } else {
+                vec![]
+            };
+            for count in counts(n, false).into_iter().chain(extra) {
                 world(
                     n,
                     &[("alltoall", a2a), ("reduce_scatter", rs), ("barrier", bar)],
@@ -410,7 +417,7 @@ fn alltoall_reduce_scatter_scan_barrier() {
                         let blocks: Vec<(usize, usize)> = (0..n).map(|p| (p * b, b)).collect();
                         let send: Vec<u8> = (0..n).flat_map(|p| data(r * n + p, count)).collect();
                         let mut recv = vec![0u8; n * b];
-                        coll::alltoall::alltoallv(
+                        coll::alltoall::alltoall(
                             &mut Ctx::new(eng, comm),
                             &send,
                             &blocks,

@@ -1,7 +1,27 @@
-//! All-to-all(v): every message posted at once, or n-1 paired steps.
+//! All-to-all(v): streamed through the slots, every message posted at
+//! once, or n-1 paired steps.
 
-use super::{copy_own, select, send_blocks, slots, split_blocks, Ctx};
+use super::{copy_own, select, send_blocks, slots, split_blocks, stream, Ctx};
 use crate::error::Result;
+
+/// All-to-all whose blocks have one length, the same on every rank (the
+/// contract of `MPI_Alltoall` and `ncclAllToAll`, which every rank can
+/// rely on to choose alike): large calls stream through the slots
+/// (`coll::stream::alltoall`), the rest go as `alltoallv`.
+pub fn alltoall(
+    c: &mut Ctx,
+    send: &[u8],
+    sblocks: &[(usize, usize)],
+    recv: &mut [u8],
+    rblocks: &[(usize, usize)],
+) -> Result<()> {
+    let len = rblocks.first().map_or(0, |b| b.1);
+    let uniform = sblocks.iter().chain(rblocks).all(|b| b.1 == len) && sblocks == rblocks;
+    if uniform && select::alltoall_stream(c, len) {
+        return stream::alltoall(c, send, recv, rblocks);
+    }
+    alltoallv(c, send, sblocks, recv, rblocks)
+}
 
 /// Sends block `p` of `send` to rank `p` and receives rank `p`'s block into
 /// block `p` of `recv`.

@@ -14,8 +14,8 @@
 //! at every chunk.
 
 use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, WINDOW};
-use super::{even_blocks, Ctx, Reducer};
-use crate::copy::{coll_uncached_from, copy, copy_uncached};
+use super::{check_send_blocks, even_blocks, split_blocks, Ctx, Reducer};
+use crate::copy::{coll_uncached_from, copy, copy_uncached, p2p_uncached_from};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -427,6 +427,83 @@ pub fn allgatherv(
             let (o, l) = at(p, k);
             wait_flag(c, &call, p)?;
             put_out(&mut recv[o..o + l], part(c, &call, p, 0, l), uncached);
+        }
+        mark_done(c, &call, true);
+    }
+    Ok(())
+}
+
+/// All-to-all with every block `blocks[j].1` bytes long, the same length
+/// for every `j` and on every rank (the layout of `MPI_Alltoall`): chunk
+/// k of a rank's slot holds piece k of its block for each peer, in the
+/// order of the peers after it (so at two ranks one piece fills the
+/// slot), and each peer copies its piece straight into its receive block.
+/// The rank's own block is copied piece by piece in between, while the
+/// send buffer's lines are in cache.
+pub fn alltoall(
+    c: &mut Ctx,
+    send: &[u8],
+    recv: &mut [u8],
+    blocks: &[(usize, usize)],
+) -> Result<()> {
+    let (n, me) = (c.size(), c.rank());
+    check_send_blocks(send.len(), blocks)?;
+    // Only to reject overlapping or outlying blocks.
+    split_blocks(recv, blocks)?;
+    let len = blocks.first().map_or(0, |b| b.1);
+    if blocks.iter().any(|b| b.1 != len) {
+        return Err(Error::InvalidArg(
+            "streamed all-to-all with blocks of different lengths".into(),
+        ));
+    }
+    if n < 2 {
+        if let Some(&(o, l)) = blocks.first() {
+            copy(&mut recv[o..o + l], &send[o..o + l]);
+        }
+        return Ok(());
+    }
+    // Whole cache lines per piece, so no two peers read the same line.
+    let piece = SLOT_DATA / (n - 1) / 64 * 64;
+    let chunks = len.div_ceil(piece);
+    if chunks == 0 {
+        return Ok(());
+    }
+    let first = slots::reserve(c, chunks as u64)?;
+    // Where the piece for rank `to` lies in rank `from`'s slot.
+    let pos = |from: usize, to: usize| (to + n - from - 1) % n * piece;
+    let at = |j: usize, k: usize| {
+        let start = (k * piece).min(len);
+        (blocks[j].0 + start, piece.min(len - start))
+    };
+    let put = |c: &mut Ctx, k: usize| {
+        publish(c, &first.nth(k as u64), (n - 1) * piece, false, |d| {
+            for j in (0..n).filter(|&j| j != me) {
+                let ((o, l), q) = (at(j, k), pos(me, j));
+                copy(&mut d[q..q + l], &send[o..o + l]);
+            }
+            Ok(())
+        })
+    };
+    // As a message of this size would be stored.
+    let uncached = len >= p2p_uncached_from();
+    for k in 0..AHEAD_ONE.min(chunks) {
+        put(c, k)?;
+    }
+    for k in 0..chunks {
+        if k + AHEAD_ONE < chunks {
+            put(c, k + AHEAD_ONE)?;
+        }
+        let (o, l) = at(me, k);
+        put_out(&mut recv[o..o + l], &send[o..o + l], uncached);
+        let call = first.nth(k as u64);
+        for p in (1..n).map(|i| (me + i) % n) {
+            let (o, l) = at(p, k);
+            wait_flag(c, &call, p)?;
+            put_out(
+                &mut recv[o..o + l],
+                part(c, &call, p, pos(p, me), l),
+                uncached,
+            );
         }
         mark_done(c, &call, true);
     }

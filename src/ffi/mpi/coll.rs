@@ -1247,6 +1247,13 @@ fn alltoall_body(
 ) -> MpiResult<()> {
     rt.comm(comm)?;
     let in_place = is_in_place(sendbuf);
+    // `MPI_Alltoall`: one block length on every rank, so every rank may
+    // choose the streamed algorithm alike.
+    let run = if rlayout.uniform().is_some() {
+        coll::alltoall::alltoall
+    } else {
+        coll::alltoall::alltoallv
+    };
     let rinfo = rt.type_info(recvtype)?;
     let mut rblocks = Scratch::new();
     let rblocks = rblocks.take(rlayout.len());
@@ -1258,7 +1265,7 @@ fn alltoall_body(
         // The data to send is what the receive buffer holds now.
         let send = recv.to_vec();
         return rt.with_comm(comm, |eng, c| {
-            Ok(coll::alltoall::alltoallv(
+            Ok(run(
                 ctx!(
                     eng,
                     c,
@@ -1281,7 +1288,7 @@ fn alltoall_body(
     // SAFETY: the send buffer covers every block, checked non-null, disjoint.
     let send = unsafe { ptr::bytes(at(sendbuf, sbase), sspan) };
     rt.with_comm(comm, |eng, c| {
-        Ok(coll::alltoall::alltoallv(
+        Ok(run(
             ctx!(
                 eng,
                 c,

@@ -308,7 +308,7 @@ pub fn alltoall(
         let (len, slen, total) = both(&l, send, (scount, stype), recv, (rcount, rtype), true)?;
         // SAFETY: non-null, sized by counts and type (MPI contract), apart.
         let (s, r) = unsafe { (ptr::bytes(send, slen), ptr::bytes_mut(recv, total)) };
-        l.run_blocks(len, |c, b| coll::alltoall::alltoallv(c, s, b, r, b))
+        l.run_blocks(len, |c, b| coll::alltoall::alltoall(c, s, b, r, b))
     })
 }
 

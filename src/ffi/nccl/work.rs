@@ -444,7 +444,7 @@ pub fn run(job: &Job, core: &mut Core) -> NcclResult<()> {
                 unsafe { bytes(send, n * b) }
             };
             let out = unsafe { bytes_mut(recv, n * b) };
-            coll::alltoall::alltoallv(c, s, &blocks, out, &blocks)?;
+            coll::alltoall::alltoall(c, s, &blocks, out, &blocks)?;
         }
         Kind::Gather(root) => {
             if me == root {
