@@ -399,13 +399,15 @@ fn alltoall_reduce_scatter_scan_barrier() {
         ("pairwise", "reduce_scatterv", "slots"),
         ("slots", "slots", "slots"),
         ("stream", "ring", "slots"),
+        ("auto", "auto", "auto"),
     ] {
         for n in RANKS {
-            // Streamed: several chunks, the last one short.
-            let extra = if a2a == "stream" {
-                vec![40_003]
-            } else {
-                vec![]
+            // Streamed: several chunks, the last one short; automatic:
+            // 40 KB blocks stream at every rank count here.
+            let extra = match a2a {
+                "stream" => vec![40_003],
+                "auto" => vec![10_001],
+                _ => vec![],
             };
             for count in counts(n, false).into_iter().chain(extra) {
                 world(

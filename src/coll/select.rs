@@ -199,8 +199,9 @@ pub fn alltoall_stream(c: &Ctx, block: usize) -> bool {
     }
     match c.forced("alltoall") {
         Some("stream") => true,
-        Some(_) => false,
-        None => n * (16 + block) > SLOT_DATA && (n == 2 || n * block <= 512 * 1024),
+        Some("direct" | "pairwise" | "slots") => false,
+        // Unset, or a name that is not an alltoall algorithm: automatic.
+        _ => n * (16 + block) > SLOT_DATA && (n == 2 || n * block <= 512 * 1024),
     }
 }
 
