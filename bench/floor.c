@@ -10,7 +10,11 @@
  * a ring of 16 shared slots, the other copying them out (median of 11). A
  * library that stages through shared memory cannot beat the stream figure
  * for a 2-rank broadcast of that size; one that copies once (cross-memory
- * attach) pays the kernel's page pinning instead.
+ * attach) pays the kernel's page pinning instead. Last, the round trip of
+ * one cache line between the two processes (each spins on the other's line,
+ * median of 5 batches): the floor of every small-message latency, and the
+ * figure that moves most when the host places the two vCPUs far apart
+ * (110-130 ns usually here, over 500 ns at times).
  * Usage: floor (no arguments). */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -100,6 +104,44 @@ static double stream_us(size_t len) {
   return median;
 }
 
+/* Nanoseconds per round trip of a cache line between two processes, median
+ * of 5 batches; -1 on failure. */
+static double line_round_trip_ns(void) {
+  enum { BATCHES = 5, TRIPS = 100000 };
+  /* Two lines a page apart, so neither process's line is the other's. */
+  volatile int64_t *pings = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (pings == MAP_FAILED) return -1;
+  volatile int64_t *pongs = pings + 512;
+  *pings = 0;
+  *pongs = 0;
+  pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    for (int64_t i = 1; i <= (int64_t)BATCHES * TRIPS; i++) {
+      spin_until(pings, i);
+      __atomic_store_n(pongs, i, __ATOMIC_RELEASE);
+    }
+    _exit(0);
+  }
+  double times[BATCHES];
+  int64_t i = 0;
+  for (int b = 0; b < BATCHES; b++) {
+    double t = now();
+    for (int k = 0; k < TRIPS; k++) {
+      i++;
+      __atomic_store_n(pings, i, __ATOMIC_RELEASE);
+      spin_until(pongs, i);
+    }
+    times[b] = (now() - t) / TRIPS * 1e9;
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  munmap((void *)pings, 8192);
+  qsort(times, BATCHES, sizeof(double), cmp);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? times[BATCHES / 2] : -1;
+}
+
 static double memcpy_us(size_t len) {
   char *a = malloc(len), *b = malloc(len);
   if (!a || !b) return -1;
@@ -121,12 +163,13 @@ static double memcpy_us(size_t len) {
 int main(void) {
   const size_t mib = 1024 * 1024;
   double m8 = memcpy_us(8 * mib), s8 = stream_us(8 * mib), s32 = stream_us(32 * mib);
-  if (m8 < 0 || s8 < 0 || s32 < 0) {
+  double rt = line_round_trip_ns();
+  if (m8 < 0 || s8 < 0 || s32 < 0 || rt < 0) {
     fprintf(stderr, "floor: probe failed\n");
     return 1;
   }
   printf("memcpy 8 MiB %.0f us (%.1f GB/s); two-process stream 8 MiB %.0f us "
-         "(%.1f GB/s), 32 MiB %.0f us (%.1f GB/s)\n",
-         m8, 8 * mib / m8 / 1e3, s8, 8 * mib / s8 / 1e3, s32, 32 * mib / s32 / 1e3);
+         "(%.1f GB/s), 32 MiB %.0f us (%.1f GB/s); cache-line round trip %.0f ns\n",
+         m8, 8 * mib / m8 / 1e3, s8, 8 * mib / s8 / 1e3, s32, 32 * mib / s32 / 1e3, rt);
   return 0;
 }
