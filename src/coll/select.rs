@@ -30,18 +30,56 @@ use super::slots::READ_LIMIT;
 use super::Ctx;
 use crate::transport::shm::slots::SLOT_DATA;
 
+/// The algorithm names `FERROCOLL_ALGO` accepts, per collective (the table
+/// above, plus `flat` and `slices` of the host-aware algorithms).
+const ALGORITHMS: &[(&str, &[&str])] = &[
+    (
+        "allreduce",
+        &[
+            "recursive_doubling",
+            "ring",
+            "reduce_bcast",
+            "slots",
+            "stream",
+            "slices",
+            "flat",
+        ],
+    ),
+    ("bcast", &["binomial", "chain", "slots", "stream", "flat"]),
+    ("reduce", &["binomial", "rsag", "slots", "stream", "flat"]),
+    ("allgather", &["direct", "ring", "slots", "stream"]),
+    (
+        "reduce_scatter",
+        &["ring", "reduce_scatterv", "slots", "stream"],
+    ),
+    ("alltoall", &["direct", "pairwise", "slots", "stream"]),
+    ("scan", &["chain"]),
+    ("barrier", &["dissemination", "slots"]),
+    ("gather", &["direct", "slots"]),
+    ("scatter", &["direct", "slots"]),
+];
+
+/// Whether `name` is one of `coll`'s algorithms; any other forced name
+/// leaves the choice automatic.
+pub fn known(coll: &str, name: &str) -> bool {
+    ALGORITHMS
+        .iter()
+        .any(|(c, names)| *c == coll && names.contains(&name))
+}
+
 /// Whether `coll` goes through the communicator's collective slots: forced
 /// with `FERROCOLL_ALGO=coll=slots` (where `fits`), or chosen automatically
-/// when it `fits` and is `cheap`. Every member must decide alike, so both
-/// may only depend on arguments every member knows.
+/// when it `fits` and is `cheap` (also when the forced name is not one of
+/// `coll`'s algorithms). Every member must decide alike, so both may only
+/// depend on arguments every member knows.
 pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
     if !fits || !c.has_slots() {
         return false;
     }
     match c.forced(coll) {
         Some("slots") => true,
-        Some(_) => false,
-        None => cheap,
+        Some(name) if known(coll, name) => false,
+        _ => cheap,
     }
 }
 
@@ -199,7 +237,7 @@ pub fn alltoall_stream(c: &Ctx, block: usize) -> bool {
     }
     match c.forced("alltoall") {
         Some("stream") => true,
-        Some("direct" | "pairwise" | "slots") => false,
+        Some(name) if known("alltoall", name) => false,
         // Unset, or a name that is not an alltoall algorithm: automatic.
         _ => n * (16 + block) > SLOT_DATA && (n == 2 || n * block <= 512 * 1024),
     }
@@ -210,5 +248,21 @@ pub fn alltoall(c: &Ctx) -> Alltoall {
     match c.forced("alltoall") {
         Some("pairwise") => Alltoall::Pairwise,
         _ => Alltoall::Direct,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::known;
+
+    #[test]
+    fn forced_names_are_checked_per_collective() {
+        assert!(known("bcast", "slots"));
+        assert!(known("allreduce", "slices"));
+        assert!(known("alltoall", "stream"));
+        assert!(!known("gather", "stream"));
+        assert!(!known("barrier", "auto"));
+        assert!(!known("allreduce", "Ring"));
+        assert!(!known("nonesuch", "slots"));
     }
 }
