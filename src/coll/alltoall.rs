@@ -16,7 +16,7 @@ pub fn alltoall(
     rblocks: &[(usize, usize)],
 ) -> Result<()> {
     let len = rblocks.first().map_or(0, |b| b.1);
-    let uniform = sblocks.iter().chain(rblocks).all(|b| b.1 == len) && sblocks == rblocks;
+    let uniform = sblocks == rblocks && rblocks.iter().all(|b| b.1 == len);
     if uniform && select::alltoall_stream(c, len) {
         return stream::alltoall(c, send, recv, rblocks);
     }

@@ -445,7 +445,8 @@ pub fn allgatherv(
 /// order of the peers after it (so at two ranks one piece fills the
 /// slot), and each peer copies its piece straight into its receive block.
 /// The rank's own block is copied piece by piece in between, while the
-/// send buffer's lines are in cache.
+/// send buffer's lines are in cache. Needs two ranks or more (chosen by
+/// `select::alltoall_stream`).
 pub fn alltoall(
     c: &mut Ctx,
     send: &[u8],
@@ -457,16 +458,10 @@ pub fn alltoall(
     // Only to reject overlapping or outlying blocks.
     split_blocks(recv, blocks)?;
     let len = blocks.first().map_or(0, |b| b.1);
-    if blocks.iter().any(|b| b.1 != len) {
+    if n < 2 || blocks.iter().any(|b| b.1 != len) {
         return Err(Error::InvalidArg(
-            "streamed all-to-all with blocks of different lengths".into(),
+            "streamed all-to-all needs two ranks or more and blocks of one length".into(),
         ));
-    }
-    if n < 2 {
-        if let Some(&(o, l)) = blocks.first() {
-            copy(&mut recv[o..o + l], &send[o..o + l]);
-        }
-        return Ok(());
     }
     // Whole cache lines per piece, so no two peers read the same line.
     let piece = SLOT_DATA / (n - 1) / 64 * 64;
