@@ -210,21 +210,29 @@ fn write(
     let safe = c.comm.slots.as_ref().map_or(0, |s| s.safe);
     if call.check && call.f > safe + DEPTH as u64 {
         let need = call.f - DEPTH as u64;
-        let peers: Vec<usize> = (0..c.size())
-            .filter(|&p| p != c.rank())
-            .map(|p| c.comm.world_rank(p))
-            .collect();
-        let areas: Vec<Area> = peers
-            .iter()
-            .map(|&w| call.seg().area(w, call.area))
-            .collect();
-        let least = || areas.iter().map(|a| a.done().load(Acquire)).min();
-        if least().unwrap_or(need) < need {
+        // A writer that outruns its readers checks at every call, so the
+        // peer lists are only built when it must wait.
+        let least = |c: &Ctx| {
+            (0..c.size())
+                .filter(|&p| p != c.rank())
+                .map(|p| call.area(c, p).done().load(Acquire))
+                .min()
+                .unwrap_or(need)
+        };
+        if least(c) < need {
+            let peers: Vec<usize> = (0..c.size())
+                .filter(|&p| p != c.rank())
+                .map(|p| c.comm.world_rank(p))
+                .collect();
+            let areas: Vec<Area> = peers
+                .iter()
+                .map(|&w| call.seg().area(w, call.area))
+                .collect();
             let ready = |_: &_| areas.iter().all(|a| a.done().load(Acquire) >= need);
             c.eng.wait_for(c.op, &peers, ready)?;
         }
         // Remember how far everyone is, to skip the next few checks.
-        let seen = least().unwrap_or(need);
+        let seen = least(c);
         if let Some(s) = c.comm.slots.as_mut() {
             s.safe = s.safe.max(seen);
         }
@@ -446,20 +454,40 @@ fn get_u64(s: &[u8], at: usize) -> usize {
 }
 
 /// Bytes of a slot holding a table of (offset, length) per rank, then the
-/// blocks.
-fn table_bytes(blocks: &[(usize, usize)]) -> usize {
-    16 * blocks.len() + blocks.iter().map(|b| b.1).sum::<usize>()
+/// blocks of every rank but `skip` (the writer's own, which nobody reads).
+fn table_bytes(blocks: &[(usize, usize)], skip: usize) -> usize {
+    let data: usize = blocks.iter().map(|b| b.1).sum();
+    16 * blocks.len() + data - blocks[skip].1
 }
 
-/// Writes the table and the (checked) `blocks` of `send` into a slot of
-/// `table_bytes(blocks)`.
-fn write_table(d: &mut [u8], send: &[u8], blocks: &[(usize, usize)]) {
+/// Writes the table and the (checked) `blocks` of `send` but `skip` into a
+/// slot of `table_bytes(blocks, skip)`. Blocks that lie back to back in
+/// `send` are copied at once: for small blocks each copy costs more than
+/// its bytes.
+fn write_table(d: &mut [u8], send: &[u8], blocks: &[(usize, usize)], skip: usize) {
     let mut off = 16 * blocks.len();
-    for (p, &b) in blocks.iter().enumerate() {
+    // The run being gathered: (start in `send`, start in `d`, length).
+    let mut run = (0, off, 0);
+    for (p, &(o, l)) in blocks.iter().enumerate() {
+        if p == skip {
+            continue;
+        }
         put_u64(d, 16 * p, off);
-        put_u64(d, 16 * p + 8, b.1);
-        copy(&mut d[off..off + b.1], block(send, b));
-        off += b.1;
+        put_u64(d, 16 * p + 8, l);
+        if run.0 + run.2 != o {
+            copy_run(d, send, run);
+            run = (o, off, 0);
+        }
+        run.2 += l;
+        off += l;
+    }
+    copy_run(d, send, run);
+}
+
+/// Copies `len` bytes of `send` at `from` into `d` at `to`.
+fn copy_run(d: &mut [u8], send: &[u8], (from, to, len): (usize, usize, usize)) {
+    if len > 0 {
+        copy(&mut d[to..to + len], &send[from..from + len]);
     }
 }
 
@@ -571,7 +599,7 @@ pub fn scatterv(
     if let Some(d) = recv {
         copy_own(d, block(send, blocks[root]))?;
     }
-    let total = table_bytes(blocks);
+    let total = table_bytes(blocks, root);
     let call = begin(c)?;
     if total > SLOT_DATA {
         publish(c, &call, 0, true, |_| Ok(()))?;
@@ -583,7 +611,7 @@ pub fn scatterv(
         return c.xfer(0, &sends, &mut []);
     }
     publish_quiet(c, &call, total, false, |d| {
-        write_table(d, send, blocks);
+        write_table(d, send, blocks, root);
         Ok(())
     })?;
     finish(c, call, false);
@@ -604,11 +632,11 @@ pub fn alltoallv(
     check_send_blocks(send.len(), sblocks)?;
     check_recv_blocks(recv.len(), rblocks)?;
     copy_own(block_mut(recv, rblocks[me]), block(send, sblocks[me]))?;
-    let total = table_bytes(sblocks);
+    let total = table_bytes(sblocks, me);
     let big = total > SLOT_DATA;
     let call = begin(c)?;
     publish(c, &call, if big { 0 } else { total }, big, |d| {
-        write_table(d, send, sblocks);
+        write_table(d, send, sblocks, me);
         Ok(())
     })?;
     let mut from_msgs = Vec::new();
