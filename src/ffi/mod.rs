@@ -4,3 +4,4 @@
 pub mod boundary;
 pub mod mpi;
 pub mod nccl;
+pub mod owner_lock;

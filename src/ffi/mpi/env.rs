@@ -9,8 +9,9 @@ use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// The thread level ferrocoll provides: calls are serialised by a lock, but
-/// a blocked call holds it, so concurrent calls are not supported.
+/// The thread level ferrocoll provides: calls are serialised (by
+/// `ffi::owner_lock`), but a blocked call holds the state, so concurrent
+/// calls are not supported.
 const PROVIDED: c_int = MPI_THREAD_SERIALIZED;
 
 const LIBRARY_VERSION: &str = concat!(

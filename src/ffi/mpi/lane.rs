@@ -41,6 +41,7 @@ impl Lane<'_> {
     }
 
     /// Takes the call: runs `f` on a started collective.
+    #[inline(always)]
     fn run(self, f: impl FnOnce(&mut Ctx) -> Result<()>) -> Option<Result<()>> {
         Some(f(&mut Ctx::new(self.eng, self.comm).named(self.name)))
     }

@@ -13,6 +13,7 @@ use crate::bootstrap::wire::wire;
 use crate::comm::engine::{Engine, ReqId};
 use crate::comm::Comm;
 use crate::ffi::boundary;
+use crate::ffi::owner_lock::{LockError, OwnerLock};
 use crate::transport::shm::segment::Segment;
 use std::collections::HashMap;
 use std::os::raw::c_int;
@@ -24,7 +25,9 @@ const RUNNING: u8 = 1;
 const FINALIZED: u8 = 2;
 
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
-static RT: Mutex<Option<Runtime>> = Mutex::new(None);
+/// The runtime; the thread that called `MPI_Init` takes it without a
+/// locked instruction until another thread makes a call (`OwnerLock`).
+static RT: OwnerLock<Option<Runtime>> = OwnerLock::new(None);
 /// The world communicator's error handler, readable without the lock (for
 /// errors raised when the state itself is unusable).
 static WORLD_EH: AtomicI32 = AtomicI32::new(MPI_ERRORS_ARE_FATAL);
@@ -204,8 +207,10 @@ fn run(
     f: impl FnOnce(&mut Runtime) -> Option<MpiResult<()>>,
 ) -> Option<c_int> {
     let out = boundary::catch(|| -> Result<Option<()>, (MpiErr, MPI_Errhandler)> {
-        let mut guard = lock().map_err(|e| (e, WORLD_EH.load(Ordering::Relaxed)))?;
-        let rt = guard.as_mut().expect("running implies a runtime");
+        let eh = || WORLD_EH.load(Ordering::Relaxed);
+        let mut guard = RT.enter().map_err(|e| (lock_error(e), eh()))?;
+        // `None` once finalized by another thread since the caller's check.
+        let rt = guard.as_mut().ok_or_else(|| (not_running(), eh()))?;
         rt.err_comm = None;
         f(rt).transpose().map_err(|e| {
             let eh = rt.errhandler(rt.err_comm.unwrap_or(comm));
@@ -236,18 +241,31 @@ pub fn call_any(name: &'static str, f: impl FnOnce() -> MpiResult<()>) -> c_int 
     }
 }
 
-fn lock() -> MpiResult<std::sync::MutexGuard<'static, Option<Runtime>>> {
+/// Fails unless `MPI_Init` has completed and `MPI_Finalize` has not.
+fn running() -> MpiResult<()> {
     match STATE.load(Ordering::Acquire) {
-        UNINIT => return Err(MpiErr::new(MPI_ERR_OTHER, "called before MPI_Init")),
-        FINALIZED => return Err(MpiErr::new(MPI_ERR_OTHER, "called after MPI_Finalize")),
-        _ => {}
+        RUNNING => Ok(()),
+        _ => Err(not_running()),
     }
-    RT.lock().map_err(|_| {
-        MpiErr::new(
-            MPI_ERR_INTERN,
-            "library state poisoned by an earlier internal panic",
-        )
-    })
+}
+
+/// The error for a call outside `MPI_Init` .. `MPI_Finalize`.
+#[cold]
+fn not_running() -> MpiErr {
+    if STATE.load(Ordering::Acquire) == UNINIT {
+        MpiErr::new(MPI_ERR_OTHER, "called before MPI_Init")
+    } else {
+        MpiErr::new(MPI_ERR_OTHER, "called after MPI_Finalize")
+    }
+}
+
+fn lock_error(e: LockError) -> MpiErr {
+    let msg = match e {
+        LockError::Poisoned => "library state poisoned by an earlier internal panic",
+        LockError::Reentered => "MPI called from inside an MPI call (a user callback)",
+        LockError::Barrier => "membarrier failed: cannot hand the library state to this thread",
+    };
+    MpiErr::new(MPI_ERR_INTERN, msg)
 }
 
 /// Applies an error handler: return the class, or print one line and
@@ -301,9 +319,12 @@ pub fn init(thread_level: c_int) -> MpiResult<()> {
         }
         _ => {}
     }
-    let mut guard = RT
-        .lock()
-        .map_err(|_| MpiErr::new(MPI_ERR_INTERN, "library state poisoned"))?;
+    RT.with(|slot| start(slot, thread_level))
+        .map_err(lock_error)?
+}
+
+/// `init` with the state held: builds the runtime into `slot`.
+fn start(slot: &mut Option<Runtime>, thread_level: c_int) -> MpiResult<()> {
     let launch = Launch::discover().map_err(MpiErr::from)?;
     let source = launch.source;
     let (eng, keep) = if launch.size == 1 {
@@ -334,15 +355,23 @@ pub fn init(thread_level: c_int) -> MpiResult<()> {
             eng.link_summary()
         )
     });
-    *guard = Some(Runtime::new(eng, thread_level, keep));
+    *slot = Some(Runtime::new(eng, thread_level, keep));
+    RT.claim();
     STATE.store(RUNNING, Ordering::Release);
     Ok(())
 }
 
 /// `MPI_Finalize`: waits for every rank, then makes the state final.
 pub fn finalize() -> MpiResult<()> {
-    let mut guard = lock()?;
-    let rt = guard.as_mut().expect("running implies a runtime");
+    running()?;
+    RT.with(stop).map_err(lock_error)?
+}
+
+/// `finalize` with the state held.
+fn stop(slot: &mut Option<Runtime>) -> MpiResult<()> {
+    let Some(rt) = slot.as_mut() else {
+        return Err(not_running());
+    };
     let world = rt.comm(MPI_COMM_WORLD)?;
     let mut comm = world.comm.clone();
     crate::coll::barrier::barrier(
@@ -353,7 +382,7 @@ pub fn finalize() -> MpiResult<()> {
         pmi.finalize().map_err(MpiErr::from)?;
     }
     STATE.store(FINALIZED, Ordering::Release);
-    *guard = None;
+    *slot = None;
     if let Ok(mut s) = SEGMENT.lock() {
         *s = None;
     }
