@@ -24,7 +24,9 @@ use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::{Area, DEPTH, SLOT_DATA};
 use crate::transport::shm::Segment;
-use std::sync::atomic::{fence, Ordering::Acquire, Ordering::Release, Ordering::SeqCst};
+use std::sync::atomic::{
+    fence, Ordering::Acquire, Ordering::Relaxed, Ordering::Release, Ordering::SeqCst,
+};
 use std::sync::Arc;
 
 /// Most bytes one rank reads from all slots together in an automatically
@@ -40,6 +42,9 @@ pub(super) struct Call {
     f: u64,
     /// Whether readers of this slot's previous call must be waited for.
     check: bool,
+    /// Whether a writer that must wait lets its readers drain `SLACK` more
+    /// calls first (single calls; a streamed call keeps its readers close).
+    slack: bool,
 }
 
 impl Call {
@@ -74,10 +79,15 @@ fn begin(c: &mut Ctx) -> Result<Call> {
         area: s.area,
         f: s.calls,
         check: !s.read_all,
+        slack: true,
     };
     c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
     Ok(call)
 }
+
+/// Calls a writer that found its readers `DEPTH` calls behind lets them
+/// drain before it goes on (see `write`).
+const SLACK: u64 = DEPTH as u64 / 4;
 
 /// Slots a streamed collective cycles through: slots `0..WINDOW`. Small
 /// calls use all `DEPTH` slots, so that ranks sharing a core run far ahead
@@ -119,7 +129,10 @@ pub(super) fn reserve(c: &mut Ctx, count: u64) -> Result<Call> {
         }
         None => 0,
     };
-    let first = begin(c)?;
+    let first = Call {
+        slack: false,
+        ..begin(c)?
+    };
     if let Some(s) = c.comm.slots.as_mut() {
         s.calls = window_number(j + count.saturating_sub(1));
         s.stream_next = j + count;
@@ -138,6 +151,7 @@ impl Call {
             area: self.area,
             f: window_number(window_index_from(self.f) + i),
             check: true,
+            slack: false,
         }
     }
 }
@@ -210,16 +224,25 @@ fn write(
     let safe = c.comm.slots.as_ref().map_or(0, |s| s.safe);
     if call.check && call.f > safe + DEPTH as u64 {
         let need = call.f - DEPTH as u64;
-        // A writer that outruns its readers checks at every call, so the
-        // peer lists are only built when it must wait.
+        // A writer that outruns its readers would otherwise check at every
+        // call, each time taking the line of a `done` word that a reader
+        // stores to at every call: instead it lets them drain `SLACK` calls
+        // more (up to this rank's previous call, which every peer reaches),
+        // and builds its peer lists only when it must wait.
+        let want = if call.slack {
+            let mine = call.area(c, c.rank()).done().load(Relaxed);
+            need.max(mine.min(need + SLACK))
+        } else {
+            need
+        };
         let least = |c: &Ctx| {
             (0..c.size())
                 .filter(|&p| p != c.rank())
                 .map(|p| call.area(c, p).done().load(Acquire))
                 .min()
-                .unwrap_or(need)
+                .unwrap_or(want)
         };
-        if least(c) < need {
+        if least(c) < want {
             let peers: Vec<usize> = (0..c.size())
                 .filter(|&p| p != c.rank())
                 .map(|p| c.comm.world_rank(p))
@@ -228,7 +251,7 @@ fn write(
                 .iter()
                 .map(|&w| call.seg().area(w, call.area))
                 .collect();
-            let ready = |_: &_| areas.iter().all(|a| a.done().load(Acquire) >= need);
+            let ready = |_: &_| areas.iter().all(|a| a.done().load(Acquire) >= want);
             c.eng.wait_for(c.op, &peers, ready)?;
         }
         // Remember how far everyone is, to skip the next few checks.
