@@ -43,6 +43,38 @@ pub fn gatherv(
     c.xfer(0, &[], &mut recvs)
 }
 
+/// `gatherv` with `len` bytes per rank, back to back in the root's `recv`
+/// (`MPI_Gather`): the slots take it without a block list.
+pub fn gather(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    len: usize,
+    root: usize,
+) -> Result<()> {
+    if select::slots(c, "gather", true, true) {
+        return slots::gather(c, send, recv, len, root);
+    }
+    let blocks: Vec<(usize, usize)> = (0..c.size()).map(|p| (p * len, len)).collect();
+    gatherv(c, send, recv, &blocks, root)
+}
+
+/// `scatterv` with `len` bytes per rank, back to back in the root's `send`
+/// (`MPI_Scatter`): the slots take it without a block list.
+pub fn scatter(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    len: usize,
+    recv: Option<&mut [u8]>,
+    root: usize,
+) -> Result<()> {
+    if select::slots(c, "scatter", true, true) {
+        return slots::scatter(c, send, len, recv, root);
+    }
+    let blocks: Vec<(usize, usize)> = (0..c.size()).map(|p| (p * len, len)).collect();
+    scatterv(c, send, &blocks, recv, root)
+}
+
 /// Scatters block `r` of the root's `send` to rank `r`'s `recv`. On the
 /// root `recv == None` means in place (its block stays where it is).
 pub fn scatterv(

@@ -478,23 +478,27 @@ fn get_u64(s: &[u8], at: usize) -> usize {
 
 /// Bytes of a slot holding a table of (offset, length) per rank, then the
 /// blocks of every rank but `skip` (the writer's own, which nobody reads).
-fn table_bytes(blocks: &[(usize, usize)], skip: usize) -> usize {
-    let data: usize = blocks.iter().map(|b| b.1).sum();
-    16 * blocks.len() + data - blocks[skip].1
+fn table_bytes(blocks: Blocks, skip: usize) -> usize {
+    let data: usize = match blocks {
+        Blocks::Listed(b) => b.iter().map(|b| b.1).sum(),
+        Blocks::Uniform { len, n } => len * n,
+    };
+    16 * blocks.count() + data - blocks.get(skip).1
 }
 
 /// Writes the table and the (checked) `blocks` of `send` but `skip` into a
 /// slot of `table_bytes(blocks, skip)`. Blocks that lie back to back in
 /// `send` are copied at once: for small blocks each copy costs more than
 /// its bytes.
-fn write_table(d: &mut [u8], send: &[u8], blocks: &[(usize, usize)], skip: usize) {
-    let mut off = 16 * blocks.len();
+fn write_table(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize) {
+    let mut off = 16 * blocks.count();
     // The run being gathered: (start in `send`, start in `d`, length).
     let mut run = (0, off, 0);
-    for (p, &(o, l)) in blocks.iter().enumerate() {
+    for p in 0..blocks.count() {
         if p == skip {
             continue;
         }
+        let (o, l) = blocks.get(p);
         put_u64(d, 16 * p, off);
         put_u64(d, 16 * p + 8, l);
         if run.0 + run.2 != o {
@@ -534,12 +538,90 @@ fn mismatch(p: usize, got: usize, want: usize) -> Error {
     ))
 }
 
+/// Where each rank's block lies in a root's all-ranks buffer.
+#[derive(Clone, Copy)]
+enum Blocks<'a> {
+    /// (offset, length) per rank, as the caller listed them.
+    Listed(&'a [(usize, usize)]),
+    /// `len` bytes per rank, back to back from 0 (`MPI_Gather`,
+    /// `MPI_Scatter`): no list to build or check at every call.
+    Uniform { len: usize, n: usize },
+}
+
+impl Blocks<'_> {
+    fn get(&self, p: usize) -> (usize, usize) {
+        match *self {
+            Blocks::Listed(b) => b[p],
+            Blocks::Uniform { len, .. } => (p * len, len),
+        }
+    }
+
+    fn count(&self) -> usize {
+        match *self {
+            Blocks::Listed(b) => b.len(),
+            Blocks::Uniform { n, .. } => n,
+        }
+    }
+
+    /// The list, for the rare calls whose parts go as messages.
+    fn to_vec(self) -> Vec<(usize, usize)> {
+        (0..self.count()).map(|p| self.get(p)).collect()
+    }
+
+    /// Checks the blocks against a receive buffer of `len` bytes.
+    fn check_recv(&self, len: usize) -> Result<()> {
+        match *self {
+            Blocks::Listed(b) => check_recv_blocks(len, b),
+            Blocks::Uniform { len: l, n } => uniform_fits(l, n, len, "receive"),
+        }
+    }
+
+    /// Checks the blocks against a send buffer of `len` bytes.
+    fn check_send(&self, len: usize) -> Result<()> {
+        match *self {
+            Blocks::Listed(b) => check_send_blocks(len, b),
+            Blocks::Uniform { len: l, n } => uniform_fits(l, n, len, "send"),
+        }
+    }
+}
+
+fn uniform_fits(block: usize, n: usize, len: usize, what: &str) -> Result<()> {
+    match block.checked_mul(n) {
+        Some(total) if total <= len => Ok(()),
+        _ => Err(Error::InvalidArg(format!(
+            "{n} blocks of {block} bytes do not fit the {len}-byte {what} buffer"
+        ))),
+    }
+}
+
 /// Gather(v) to the root; a part too large for a slot goes as a message.
 pub fn gatherv(
     c: &mut Ctx,
     send: Option<&[u8]>,
     recv: Option<&mut [u8]>,
     blocks: &[(usize, usize)],
+    root: usize,
+) -> Result<()> {
+    gather_blocks(c, send, recv, Blocks::Listed(blocks), root)
+}
+
+/// Gather of `len` bytes per rank, back to back in the root's `recv`.
+pub fn gather(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    len: usize,
+    root: usize,
+) -> Result<()> {
+    let n = c.size();
+    gather_blocks(c, send, recv, Blocks::Uniform { len, n }, root)
+}
+
+fn gather_blocks(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    blocks: Blocks,
     root: usize,
 ) -> Result<()> {
     let me = c.rank();
@@ -562,9 +644,9 @@ pub fn gatherv(
     }
     let recv =
         recv.ok_or_else(|| Error::InvalidArg("gather root without a receive buffer".into()))?;
-    check_recv_blocks(recv.len(), blocks)?;
+    blocks.check_recv(recv.len())?;
     if let Some(s) = send {
-        copy_own(block_mut(recv, blocks[root]), s)?;
+        copy_own(block_mut(recv, blocks.get(root)), s)?;
     }
     let call = begin(c)?;
     let mut big = Vec::new();
@@ -573,7 +655,7 @@ pub fn gatherv(
             big.push(p);
             continue;
         }
-        let dst = block_mut(recv, blocks[p]);
+        let dst = block_mut(recv, blocks.get(p));
         let len = get_u64(part(c, &call, p, 0, 8), 0);
         if len != dst.len() {
             finish(c, call, true);
@@ -583,7 +665,8 @@ pub fn gatherv(
     }
     finish(c, call, true);
     if !big.is_empty() {
-        c.xfer(0, &[], &mut message_parts(recv, blocks, &big)?)?;
+        let list = blocks.to_vec();
+        c.xfer(0, &[], &mut message_parts(recv, &list, &big)?)?;
     }
     Ok(())
 }
@@ -594,6 +677,28 @@ pub fn scatterv(
     c: &mut Ctx,
     send: Option<&[u8]>,
     blocks: &[(usize, usize)],
+    recv: Option<&mut [u8]>,
+    root: usize,
+) -> Result<()> {
+    scatter_blocks(c, send, Blocks::Listed(blocks), recv, root)
+}
+
+/// Scatter of `len` bytes per rank, back to back in the root's `send`.
+pub fn scatter(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    len: usize,
+    recv: Option<&mut [u8]>,
+    root: usize,
+) -> Result<()> {
+    let n = c.size();
+    scatter_blocks(c, send, Blocks::Uniform { len, n }, recv, root)
+}
+
+fn scatter_blocks(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    blocks: Blocks,
     recv: Option<&mut [u8]>,
     root: usize,
 ) -> Result<()> {
@@ -618,9 +723,9 @@ pub fn scatterv(
     }
     let send =
         send.ok_or_else(|| Error::InvalidArg("scatter root without a send buffer".into()))?;
-    check_send_blocks(send.len(), blocks)?;
+    blocks.check_send(send.len())?;
     if let Some(d) = recv {
-        copy_own(d, block(send, blocks[root]))?;
+        copy_own(d, block(send, blocks.get(root)))?;
     }
     let total = table_bytes(blocks, root);
     let call = begin(c)?;
@@ -628,7 +733,7 @@ pub fn scatterv(
         publish(c, &call, 0, true, |_| Ok(()))?;
         let sends: Vec<(usize, &[u8])> = (0..n)
             .filter(|&p| p != root)
-            .map(|p| (p, block(send, blocks[p])))
+            .map(|p| (p, block(send, blocks.get(p))))
             .collect();
         finish(c, call, false);
         return c.xfer(0, &sends, &mut []);
@@ -655,11 +760,11 @@ pub fn alltoallv(
     check_send_blocks(send.len(), sblocks)?;
     check_recv_blocks(recv.len(), rblocks)?;
     copy_own(block_mut(recv, rblocks[me]), block(send, sblocks[me]))?;
-    let total = table_bytes(sblocks, me);
+    let total = table_bytes(Blocks::Listed(sblocks), me);
     let big = total > SLOT_DATA;
     let call = begin(c)?;
     publish(c, &call, if big { 0 } else { total }, big, |d| {
-        write_table(d, send, sblocks, me);
+        write_table(d, send, Blocks::Listed(sblocks), me);
         Ok(())
     })?;
     let mut from_msgs = Vec::new();

@@ -217,9 +217,7 @@ pub fn gather(
         let total = l.root_span(send, recv, len, (rcount, rtype) == (scount, stype))?;
         // SAFETY: non-null, a block per rank (MPI contract), apart from `s`.
         let r = unsafe { ptr::bytes_mut(recv, total) };
-        l.run_blocks(len, |c, b| {
-            coll::gather::gatherv(c, Some(s), Some(r), b, root)
-        })
+        l.run(|c| coll::gather::gather(c, Some(s), Some(r), len, root))
     })
 }
 
@@ -248,9 +246,7 @@ pub fn scatter(
         let total = l.root_span(recv, send, len, (rcount, rtype) == (scount, stype))?;
         // SAFETY: non-null, a block per rank (MPI contract), apart from `r`.
         let s = unsafe { ptr::bytes(send, total) };
-        l.run_blocks(len, |c, b| {
-            coll::gather::scatterv(c, Some(s), b, Some(r), root)
-        })
+        l.run(|c| coll::gather::scatter(c, Some(s), len, Some(r), root))
     })
 }
 
