@@ -207,6 +207,37 @@ static void run_op(int which) {
   test_pass(name);
 }
 
+/* A user function that calls MPI, which the standard forbids: the nested
+ * call must fail with an error (not deadlock or corrupt the outer call). */
+static int nested_rc = -1; /* -1: the function never ran on this rank */
+static void calls_mpi(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  int n = 0;
+  nested_rc = MPI_Comm_size(MPI_COMM_WORLD, &n);
+  for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+static void nested_call_fails(void) {
+  MPI_Op op;
+  CHECK_MPI(MPI_Op_create(calls_mpi, 1, &op));
+  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int x = rank + 1, y = -1;
+  CHECK_MPI(MPI_Allreduce(&x, &y, 1, MPI_INT, op, MPI_COMM_WORLD));
+  CHECK(y == size * (size + 1) / 2, "sum %d, want %d", y, size * (size + 1) / 2);
+  CHECK(nested_rc != MPI_SUCCESS, "MPI_Comm_size inside a user op succeeded");
+  if (nested_rc != -1) {
+    int cls = -1;
+    CHECK_MPI(MPI_Error_class(nested_rc, &cls));
+    CHECK(cls == MPI_ERR_OTHER, "nested call: class %d, want MPI_ERR_OTHER", cls);
+  }
+  int ran = nested_rc != -1, any = 0;
+  CHECK_MPI(MPI_Allreduce(&ran, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  CHECK(size == 1 || any, "the user function never ran");
+  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+  CHECK_MPI(MPI_Op_free(&op));
+  test_pass("userop calling MPI gets an error");
+}
+
 int main(int argc, char **argv) {
   CHECK_MPI(MPI_Init(&argc, &argv));
   CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -249,6 +280,8 @@ int main(int argc, char **argv) {
     CHECK_MPI(MPI_Op_free(&op));
   }
   test_pass("userop create/free cycle");
+
+  nested_call_fails();
 
   /* At more than one rank, combining needs the user function at least once
    * somewhere in the job. */

@@ -27,7 +27,7 @@ use std::time::Duration;
 pub enum LockError {
     /// A call panicked while holding the state, which may be inconsistent.
     Poisoned,
-    /// The owner asked again from inside its own access (a callback).
+    /// A thread asked again from inside its own access (a callback).
     Reentered,
     /// The kernel refused the barrier that takes the state from its owner.
     Barrier,
@@ -43,6 +43,9 @@ pub struct OwnerLock<T> {
     busy: AtomicBool,
     /// Another thread wanted the state: everyone takes the mutex now.
     revoked: AtomicBool,
+    /// `pthread_self()` of the thread holding the mutex, 0 if none: a
+    /// nested access is refused instead of deadlocking.
+    holder: AtomicUsize,
     poisoned: AtomicBool,
 }
 
@@ -116,6 +119,8 @@ impl<T> Drop for Guard<'_, T> {
         if self.mutex.is_none() {
             // Publishes the owner's writes to a revoker waiting for it.
             self.lock.busy.store(false, Ordering::Release);
+        } else {
+            self.lock.holder.store(0, Ordering::Relaxed);
         }
     }
 }
@@ -129,6 +134,7 @@ impl<T> OwnerLock<T> {
             owner: AtomicUsize::new(0),
             busy: AtomicBool::new(false),
             revoked: AtomicBool::new(false),
+            holder: AtomicUsize::new(0),
             poisoned: AtomicBool::new(false),
         }
     }
@@ -183,12 +189,17 @@ impl<T> OwnerLock<T> {
     #[cold]
     #[inline(never)]
     fn enter_locked(&self) -> Result<Guard<'_, T>, LockError> {
-        // The owner itself may come here only once revoked; then `busy`
-        // stays clear and a nested call would deadlock on the mutex.
+        // Only this thread stores its own id here, so a match means it
+        // holds the mutex already.
+        let me = this_thread();
+        if self.holder.load(Ordering::Relaxed) == me {
+            return Err(LockError::Reentered);
+        }
         let mutex = self.mutex.lock().unwrap_or_else(|p| p.into_inner());
         if self.owner.load(Ordering::Relaxed) != 0 && !self.revoked.load(Ordering::Relaxed) {
             self.revoke()?;
         }
+        self.holder.store(me, Ordering::Relaxed);
         // Revoked (or never owned): every thread reaches the data under the
         // mutex, which this guard holds; the owner's last unlocked access
         // ended before `revoke` returned.
@@ -277,6 +288,17 @@ mod tests {
             Ok(Err(LockError::Reentered))
         );
         assert_eq!(lock.with(|v| *v), Ok(1));
+    }
+
+    #[test]
+    fn nested_access_under_the_mutex_is_refused() {
+        // Never owned: every access takes the mutex.
+        let lock = OwnerLock::new(2u32);
+        assert_eq!(
+            lock.with(|_| lock.with(|_| ())),
+            Ok(Err(LockError::Reentered))
+        );
+        assert_eq!(lock.with(|v| *v), Ok(2));
     }
 
     #[test]

@@ -260,12 +260,20 @@ fn not_running() -> MpiErr {
 }
 
 fn lock_error(e: LockError) -> MpiErr {
-    let msg = match e {
-        LockError::Poisoned => "library state poisoned by an earlier internal panic",
-        LockError::Reentered => "MPI called from inside an MPI call (a user callback)",
-        LockError::Barrier => "membarrier failed: cannot hand the library state to this thread",
-    };
-    MpiErr::new(MPI_ERR_INTERN, msg)
+    match e {
+        LockError::Poisoned => MpiErr::new(
+            MPI_ERR_INTERN,
+            "library state poisoned by an earlier internal panic",
+        ),
+        LockError::Reentered => MpiErr::new(
+            MPI_ERR_OTHER,
+            "MPI called from inside an MPI call (a user function or error handler)",
+        ),
+        LockError::Barrier => MpiErr::new(
+            MPI_ERR_INTERN,
+            "membarrier failed: cannot hand the library state to this thread",
+        ),
+    }
 }
 
 /// Applies an error handler: return the class, or print one line and
