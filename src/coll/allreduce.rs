@@ -27,10 +27,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     // algorithm choice (a forced algorithm turns the slots off), and a
     // communicator with slots is never split by host.
     if select::slots(c, "allreduce", fits, cheap) {
-        if let Some(s) = send {
-            copy(recv, s);
-        }
-        return slots::allreduce(c, recv, red);
+        return slots::allreduce(c, send, recv, red);
     }
     let choice = select::allreduce(c, recv.len(), red.extent, red.commutative);
     if red.commutative {

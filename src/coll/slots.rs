@@ -403,15 +403,23 @@ pub fn reduce(
     Ok(())
 }
 
-/// Allreduce of `buf` (input and output, `<= SLOT_DATA` bytes).
-pub fn allreduce(c: &mut Ctx, buf: &mut [u8], red: &Reducer) -> Result<()> {
+/// Allreduce of `send` (or, in place, `out`) into `out` (`<= SLOT_DATA`
+/// bytes). The input goes to the slot straight from where it is: the fold
+/// then writes every byte of `out`.
+pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, out: &mut [u8], red: &Reducer) -> Result<()> {
+    if send.is_some_and(|s| s.len() != out.len()) {
+        return Err(Error::InvalidArg(
+            "allreduce send and receive buffers differ in length".into(),
+        ));
+    }
     let call = begin(c)?;
-    publish(c, &call, buf.len(), false, |d| {
-        copy(d, buf);
+    let input = send.unwrap_or(out);
+    publish(c, &call, input.len(), false, |d| {
+        copy(d, input);
         Ok(())
     })?;
     wait_all(c, &call)?;
-    fold_all(c, &call, 0, buf, red);
+    fold_all(c, &call, 0, out, red);
     finish(c, call, true);
     Ok(())
 }
