@@ -97,8 +97,8 @@ def table(ranks, keys, cells):
         ratio = us["ferrocoll"] / best_us if us["ferrocoll"] is not None and best_us else None
         oks = "/".join(s[lib][2] if s[lib] else "-" for lib in LIBS)
         rows.append(
-            f"{op:<15}{nbytes:>10}{fmt(us['ferrocoll'], '.2f'):>11}"
-            f"{fmt(us['openmpi'], '.2f'):>11}{fmt(us['mpich'], '.2f'):>11}"
+            f"{op:<15}{nbytes:>10}{fmt(us['ferrocoll'], '.3f'):>11}"
+            f"{fmt(us['openmpi'], '.3f'):>11}{fmt(us['mpich'], '.3f'):>11}"
             f"{fmt(s['ferrocoll'][1] if s['ferrocoll'] else None, '.3f'):>10}"
             f"{fmt(best_bw, '.3f'):>11}{fmt(ratio, '.2f'):>8}  {oks}")
     return rows, stats

@@ -380,10 +380,12 @@ static double measure(const struct config *cfg, int op, int c) {
 
 /* ---- driver ------------------------------------------------------------- */
 
+/* Times to the nanosecond: small calls take 40-150 ns here, and at 10 ns
+ * steps a 5 ns difference read as a ratio of 1.2. */
 static void print_row(const char *name, size_t bytes, double sec, double factor,
                       int ok) {
   double algbw = sec > 0.0 ? (double)bytes / 1e9 / sec : 0.0;
-  printf("%-16s%12zu %12.2f %12.3f %12.3f %4s\n", name, bytes, sec * 1e6, algbw,
+  printf("%-16s%12zu %12.3f %12.3f %12.3f %4s\n", name, bytes, sec * 1e6, algbw,
          algbw * factor, ok > 0 ? "yes" : ok == 0 ? "no" : "-");
   fflush(stdout);
 }
