@@ -70,7 +70,7 @@ NCORES=$(nproc)
 OUT=${OUT:-$HERE/results/$(date +%Y-%m-%d-%H%M%S)}
 mkdir -p "$OUT/raw" "$BUILD"
 : >"$OUT/skipped.tsv"
-printf 'lib\tranks\tround\trc\tseconds\tops\n' >"$OUT/runs.tsv"
+printf 'lib\tranks\tround\trc\tseconds\tops\tline_ns\n' >"$OUT/runs.tsv"
 
 log() { echo "compare.sh: $*" >&2; }
 skip() { printf '%s\t%s\n' "$1" "$2" >>"$OUT/skipped.tsv"; log "SKIP $1: $2"; }
@@ -172,16 +172,21 @@ run_one() { # lib ranks round ops
   fi
   # shellcheck disable=SC2086 # args and EXTRA are word lists on purpose
   echo "# command: ${cmd[*]} ${BIN[$lib]} $args $EXTRA -o $ops" >>"$out"
+  # The host's state around the run (see FLOOR below): before/after.
+  local line=-
+  [ -n "$FLOOR" ] && line=$(timeout 10 "$FLOOR" --line 2>/dev/null || echo -)
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
   timeout -k 10 "$TIMEOUT" nice -n 10 "${cmd[@]}" "${BIN[$lib]}" $args $EXTRA -o "$ops" \
     >>"$out" 2>>"$OUT/raw/$lib-np$n-r$round.err" || rc=$?
+  [ -n "$FLOOR" ] && line="$line/$(timeout 10 "$FLOOR" --line 2>/dev/null || echo -)"
   secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     echo "# TIMEOUT after ${TIMEOUT}s" >>"$out"
     reap_strays "${BIN[$lib]}"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$lib" "$n" "$round" "$rc" "$secs" "$ops" >>"$OUT/runs.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$lib" "$n" "$round" "$rc" "$secs" "$ops" "$line" \
+    >>"$OUT/runs.tsv"
   log "$lib np=$n round $round $ops: rc=$rc, ${secs}s"
 }
 
@@ -248,7 +253,10 @@ else
 fi
 # The machine's own speed, before each round (bench/floor.c): shared
 # machines change speed for minutes at a time, and every library's figures
-# move with them.
+# move with them. The cache-line round trip alone is also probed around
+# every run: this host at times takes 4-5 times as long for it (and for
+# every small call), for seconds to minutes; compare.py leaves such runs out
+# of a cell that has runs without it.
 FLOOR=""
 if nice -n 10 cc $CFLAGS -o "$BUILD/floor" "$HERE/floor.c" >>"$OUT/build-floor.log" 2>&1; then
   FLOOR=$BUILD/floor
