@@ -29,8 +29,6 @@ pub enum LockError {
     Poisoned,
     /// A thread asked again from inside its own access (a callback).
     Reentered,
-    /// The kernel refused the barrier that takes the state from its owner.
-    Barrier,
 }
 
 /// Data behind a lock that its owner thread takes without atomics.
@@ -39,7 +37,7 @@ pub struct OwnerLock<T> {
     mutex: Mutex<()>,
     /// `pthread_self()` of the owner; 0 while there is none.
     owner: AtomicUsize,
-    /// The owner is inside `with` (written by the owner only).
+    /// The owner holds a guard from `enter` (written by the owner only).
     busy: AtomicBool,
     /// Another thread wanted the state: everyone takes the mutex now.
     revoked: AtomicBool,
@@ -49,10 +47,10 @@ pub struct OwnerLock<T> {
     poisoned: AtomicBool,
 }
 
-// SAFETY: `data` is only reached through `with`, which gives one thread at
-// a time a `&mut T` (the owner without the mutex while not revoked,
-// everyone else under it), so sharing the lock only moves `T` between
-// threads.
+// SAFETY: `data` is only reached through a `Guard` from `enter`, which
+// exists for one thread at a time (the owner's without the mutex while not
+// revoked, everyone else's under it), so sharing the lock only moves `T`
+// between threads.
 unsafe impl<T: Send> Sync for OwnerLock<T> {}
 
 /// `membarrier(2)` commands (linux/membarrier.h).
@@ -140,7 +138,7 @@ impl<T> OwnerLock<T> {
     }
 
     /// Makes the calling thread the owner, if the kernel offers the barrier
-    /// and no other thread has used the lock yet. Call from inside `with`.
+    /// and no other thread has used the lock yet. Call while holding it.
     pub fn claim(&self) {
         if self.owner.load(Ordering::Relaxed) == 0
             && !self.revoked.load(Ordering::Relaxed)
@@ -197,7 +195,7 @@ impl<T> OwnerLock<T> {
         }
         let mutex = self.mutex.lock().unwrap_or_else(|p| p.into_inner());
         if self.owner.load(Ordering::Relaxed) != 0 && !self.revoked.load(Ordering::Relaxed) {
-            self.revoke()?;
+            self.revoke();
         }
         self.holder.store(me, Ordering::Relaxed);
         // Revoked (or never owned): every thread reaches the data under the
@@ -215,10 +213,13 @@ impl<T> OwnerLock<T> {
     }
 
     /// Takes the state from its owner for good; waits for it to leave.
-    fn revoke(&self) -> Result<(), LockError> {
+    fn revoke(&self) {
         self.revoked.store(true, Ordering::SeqCst);
         if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 {
-            return Err(LockError::Barrier);
+            // Cannot happen once registered (`claim`). Should it, an owner
+            // that missed `revoked` made its `busy` store before its load,
+            // and a store leaves the store buffer within microseconds.
+            std::thread::sleep(Duration::from_millis(1));
         }
         // The owner may be inside a blocking call; do not hold a core.
         let mut spins = 0u32;
@@ -230,7 +231,6 @@ impl<T> OwnerLock<T> {
                 std::thread::sleep(Duration::from_micros(50));
             }
         }
-        Ok(())
     }
 }
 

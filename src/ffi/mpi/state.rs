@@ -269,10 +269,6 @@ fn lock_error(e: LockError) -> MpiErr {
             MPI_ERR_OTHER,
             "MPI called from inside an MPI call (a user function or error handler)",
         ),
-        LockError::Barrier => MpiErr::new(
-            MPI_ERR_INTERN,
-            "membarrier failed: cannot hand the library state to this thread",
-        ),
     }
 }
 
