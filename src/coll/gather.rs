@@ -55,8 +55,7 @@ pub fn gather(
     if select::slots(c, "gather", true, true) {
         return slots::gather(c, send, recv, len, root);
     }
-    let blocks: Vec<(usize, usize)> = (0..c.size()).map(|p| (p * len, len)).collect();
-    gatherv(c, send, recv, &blocks, root)
+    gatherv(c, send, recv, &back_to_back(c.size(), len), root)
 }
 
 /// `scatterv` with `len` bytes per rank, back to back in the root's `send`
@@ -71,8 +70,12 @@ pub fn scatter(
     if select::slots(c, "scatter", true, true) {
         return slots::scatter(c, send, len, recv, root);
     }
-    let blocks: Vec<(usize, usize)> = (0..c.size()).map(|p| (p * len, len)).collect();
-    scatterv(c, send, &blocks, recv, root)
+    scatterv(c, send, &back_to_back(c.size(), len), recv, root)
+}
+
+/// `n` blocks of `len` bytes, back to back from 0, for the message paths.
+fn back_to_back(n: usize, len: usize) -> Vec<(usize, usize)> {
+    (0..n).map(|p| (p * len, len)).collect()
 }
 
 /// Scatters block `r` of the root's `send` to rank `r`'s `recv`. On the
