@@ -12,6 +12,7 @@ pub mod ffi;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
 pub mod gpu;
+pub mod membarrier;
 pub mod param;
 pub mod reduce;
 #[cfg(any(test, feature = "fuzzing"))]

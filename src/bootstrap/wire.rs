@@ -53,7 +53,7 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
     let (me, size) = (launch.rank, launch.size);
     let deadline = Instant::now() + p.setup_timeout;
     let forced = p.transport == Transport::Tcp;
-    let (segment, local, tcp, hosts, (machine, place)) = match launch.local_job.clone() {
+    let (mut segment, local, tcp, hosts, (machine, place)) = match launch.local_job.clone() {
         Some(job) => {
             // ferrorun on one host: every rank is here; the segment is named by the job.
             let seg = Segment::attach(&path_for(&job), me, size, p.ring_bytes, p.setup_timeout)?;
@@ -79,6 +79,7 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
         }
         None => meet(&mut launch, forced, deadline)?,
     };
+    segment.settle(deadline.saturating_duration_since(Instant::now()))?;
     let segment = Arc::new(segment);
     let mut engine = Engine::over_host(me, size, segment.clone(), &local, tcp)?;
     engine.set_hosts(hosts)?;

@@ -976,8 +976,12 @@ impl Engine {
                 if let Some(t) = &self.tcp {
                     t.engine_stops(true);
                 }
-                let bell = seg.doorbell(self.on_seg[self.me].unwrap_or(0));
-                let seen = bell.prepare();
+                let me = self.on_seg[self.me].unwrap_or(0);
+                let bell = seg.doorbell(me);
+                let Some(seen) = seg.prepare_sleep(me) else {
+                    std::thread::yield_now();
+                    continue;
+                };
                 if self.progress() || done(self) {
                     bell.cancel();
                     idle = 0;
@@ -1125,7 +1129,7 @@ impl Engine {
     fn ring_bell(&self, peer: usize) {
         if let Some(seg) = &self.seg {
             if let (true, Some(q)) = (self.links[peer].is_remote(), self.on_seg[peer]) {
-                seg.doorbell(q).ring();
+                seg.wake(q);
             }
         }
     }

@@ -16,6 +16,7 @@
 //! Without `membarrier` (old kernels, some seccomp filters, Miri) no owner
 //! is ever set and the mutex is all there is.
 
+use crate::membarrier;
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicUsize, Ordering};
@@ -52,33 +53,6 @@ pub struct OwnerLock<T> {
 // revoked, everyone else's under it), so sharing the lock only moves `T`
 // between threads.
 unsafe impl<T: Send> Sync for OwnerLock<T> {}
-
-/// `membarrier(2)` commands (linux/membarrier.h).
-const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
-
-fn membarrier(cmd: libc::c_int) -> libc::c_long {
-    #[cfg(all(target_os = "linux", not(miri)))]
-    // SAFETY: membarrier takes two integers and touches no user memory.
-    unsafe {
-        libc::syscall(libc::SYS_membarrier, cmd, 0)
-    }
-    #[cfg(not(all(target_os = "linux", not(miri))))]
-    {
-        let _ = cmd;
-        -1
-    }
-}
-
-/// Registers the process for expedited barriers; false if unavailable.
-fn barrier_available() -> bool {
-    let want = MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
-    let cmds = membarrier(MEMBARRIER_CMD_QUERY);
-    cmds >= 0
-        && cmds & want as libc::c_long == want as libc::c_long
-        && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
-}
 
 #[inline]
 fn this_thread() -> usize {
@@ -142,7 +116,7 @@ impl<T> OwnerLock<T> {
     pub fn claim(&self) {
         if self.owner.load(Ordering::Relaxed) == 0
             && !self.revoked.load(Ordering::Relaxed)
-            && barrier_available()
+            && membarrier::register_private()
         {
             self.owner.store(this_thread(), Ordering::Relaxed);
         }
@@ -215,7 +189,7 @@ impl<T> OwnerLock<T> {
     /// Takes the state from its owner for good; waits for it to leave.
     fn revoke(&self) {
         self.revoked.store(true, Ordering::SeqCst);
-        if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 {
+        if !membarrier::private() {
             // Cannot happen once registered (`claim`). Should it, an owner
             // that missed `revoked` made its `busy` store before its load,
             // and a store leaves the store buffer within microseconds.

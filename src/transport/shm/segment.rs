@@ -9,11 +9,12 @@ use super::futex::Doorbell;
 use super::ring::{Ring, CTRL_BYTES};
 use super::slots::{Area, AREAS, AREA_BYTES};
 use crate::error::{Error, Result};
+use crate::membarrier;
 use memmap2::MmapRaw;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{compiler_fence, fence, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const MAGIC: u64 = 0x4645_5252_4f43_4f4c; // "FERROCOL"
@@ -37,6 +38,9 @@ struct Header {
     /// needed it: every rank's waits then fail naming it, also waits on
     /// live ranks that stopped because of it.
     dead_rank: AtomicU32,
+    /// How many attached ranks cannot take part in global `membarrier`s:
+    /// while any, every waker fences (see `Segment::settle`).
+    fenced: AtomicU32,
 }
 
 /// A mapped segment shared by all ranks of one host.
@@ -47,6 +51,9 @@ pub struct Segment {
     /// Offsets of the parts, computed once: every slot and doorbell access
     /// needs one.
     layout: Layout,
+    /// Wakers need no fence between publishing and reading a doorbell,
+    /// because a rank about to sleep runs a barrier on them all (`settle`).
+    asymmetric: bool,
 }
 
 // SAFETY: all shared state in the mapping is accessed through atomics or
@@ -104,8 +111,14 @@ impl Segment {
             nranks,
             ring_bytes,
             layout: lay,
+            // Every rank is this process.
+            asymmetric: membarrier::register_global(),
         };
         seg.init_header();
+        // No rank attaches by name: all are here (`settle` returns at once).
+        seg.header()
+            .attached
+            .store(nranks as u32, Ordering::Release);
         Ok(seg)
     }
 
@@ -146,6 +159,7 @@ impl Segment {
             nranks,
             ring_bytes,
             layout: lay,
+            asymmetric: false,
         };
         if rank == 0 {
             seg.init_header();
@@ -165,11 +179,84 @@ impl Segment {
             }
         }
         seg.pid(rank).store(std::process::id(), Ordering::Release);
+        if !membarrier::register_global() {
+            seg.header().fenced.fetch_add(1, Ordering::AcqRel);
+        }
         if seg.header().attached.fetch_add(1, Ordering::AcqRel) + 1 == nranks as u32 {
             // Everyone has it mapped: the name is no longer needed.
             let _ = std::fs::remove_file(path);
         }
         Ok(seg)
+    }
+
+    /// Waits until all ranks have attached, then chooses how wakers order
+    /// their data before a doorbell (`fence_for_wake`). Call before this
+    /// rank touches any doorbell.
+    ///
+    /// A waker's stores and its load of a doorbell's `waiters` must not
+    /// pass each other, or a rank that registers and re-checks just then
+    /// sleeps on data it cannot see yet. A full fence per publish costs the
+    /// round trip of its store (10-17 ns per rooted call at 2 ranks). When
+    /// every rank of the segment is registered for global `membarrier`, a
+    /// rank that registers as a sleeper runs one instead
+    /// (`prepare_sleep`): each waker then passes a full barrier somewhere,
+    /// and wherever it falls, either the sleeper sees the data or the waker
+    /// sees the sleeper. Every rank decides once all have said whether they
+    /// can, so all decide alike.
+    pub fn settle(&mut self, deadline: Duration) -> Result<()> {
+        let (h, start) = (self.header(), Instant::now());
+        while h.attached.load(Ordering::Acquire) < self.nranks as u32 {
+            if start.elapsed() > deadline {
+                let missing = (0..self.nranks)
+                    .filter(|&r| self.pid(r).load(Ordering::Acquire) == 0)
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>();
+                return Err(Error::Timeout {
+                    secs: deadline.as_secs_f64(),
+                    op: "MPI_Init (shared-memory segment)",
+                    peers: missing.join(","),
+                });
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        self.asymmetric = membarrier::register_global() && h.fenced.load(Ordering::Acquire) == 0;
+        Ok(())
+    }
+
+    /// Orders this rank's published data before its loads of doorbells
+    /// (then `Doorbell::ring_fenced`): a full fence unless `settle` chose
+    /// barriers run by the sleepers.
+    #[inline]
+    pub fn fence_for_wake(&self) {
+        if self.asymmetric {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+    }
+
+    /// Wakes `rank` if it sleeps, after this rank published something it
+    /// may be waiting for.
+    #[inline]
+    pub fn wake(&self, rank: usize) {
+        self.fence_for_wake();
+        self.doorbell(rank).ring_fenced();
+    }
+
+    /// Registers `rank` (this rank) as a sleeper on its doorbell and
+    /// returns `Doorbell::prepare`'s count; re-check for work, then `sleep`
+    /// or `cancel` on the doorbell. None (not registered): the barrier on
+    /// the wakers failed, so this rank must not sleep.
+    #[cold]
+    #[inline(never)]
+    pub fn prepare_sleep(&self, rank: usize) -> Option<u32> {
+        let bell = self.doorbell(rank);
+        let seen = bell.prepare();
+        if self.asymmetric && !membarrier::global() {
+            bell.cancel();
+            return None;
+        }
+        Some(seen)
     }
 
     fn init_header(&self) {
@@ -342,6 +429,69 @@ pub fn pid_alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+
+    /// Two threads hand a count back and forth and sleep on their
+    /// doorbells for it, after a spin of varying length so that a sleeper
+    /// often registers just as its peer publishes. A lost wake-up sleeps
+    /// the whole timeout. Both ways of ordering wakes: barriers run by
+    /// sleepers, fences run by wakers.
+    #[test]
+    fn wakes_are_never_lost() {
+        for asymmetric in [true, false] {
+            let mut seg = Segment::anonymous(2, 16384).unwrap();
+            seg.asymmetric &= asymmetric;
+            hand_over(Arc::new(seg));
+        }
+    }
+
+    fn hand_over(seg: Arc<Segment>) {
+        let counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+        let steps: u64 = if cfg!(miri) { 30 } else { 30_000 };
+        const SPIN: u32 = 16;
+        let run = |me: usize| {
+            let (seg, counts) = (seg.clone(), counts.clone());
+            move || {
+                let mut slowest = Duration::ZERO;
+                for i in 0..steps {
+                    let want = if me == 0 { i } else { i + 1 };
+                    // Spin 0-15 rounds (a different length each step), about
+                    // as long as a hand-over takes.
+                    let spin = (i.wrapping_mul(0x9E37_79B9) >> 7) as u32 % SPIN;
+                    let mut spun = 0;
+                    while counts[1 - me].load(Ordering::Acquire) < want {
+                        if spun < spin {
+                            spun += 1;
+                            std::hint::spin_loop();
+                            continue;
+                        }
+                        let Some(seen) = seg.prepare_sleep(me) else {
+                            std::thread::yield_now();
+                            continue;
+                        };
+                        if counts[1 - me].load(Ordering::Acquire) >= want {
+                            seg.doorbell(me).cancel();
+                            break;
+                        }
+                        let t = Instant::now();
+                        seg.doorbell(me).sleep(seen, Duration::from_secs(2));
+                        slowest = slowest.max(t.elapsed());
+                    }
+                    counts[me].store(i + 1, Ordering::Release);
+                    seg.wake(1 - me);
+                }
+                slowest
+            }
+        };
+        let t = std::thread::spawn(run(1));
+        let slowest = run(0)().max(t.join().unwrap());
+        assert!(
+            slowest < Duration::from_secs(1),
+            "a wake-up was lost (a sleep lasted {slowest:?}; asymmetric: {})",
+            seg.asymmetric
+        );
+    }
 
     #[test]
     fn attach_unlinks_after_last_rank() {
@@ -362,6 +512,42 @@ mod tests {
         s0.set_dead(1);
         s0.set_dead(0);
         assert_eq!(s0.dead(), Some(1), "the first death recorded stays");
+    }
+
+    #[test]
+    fn settle_waits_for_every_rank() {
+        // Thread-per-rank (and 1-rank) segments have every rank at once.
+        let mut a = Segment::anonymous(3, 16384).unwrap();
+        a.settle(Duration::ZERO).unwrap();
+        assert_eq!(a.asymmetric, membarrier::register_global());
+        // Second round: a rank that cannot take part in global barriers.
+        for unable in [false, true] {
+            let path = path_for(&format!("unit-{}-{}-{unable}", std::process::id(), line!()));
+            let _ = std::fs::remove_file(&path);
+            let mut s0 = Segment::attach(&path, 0, 2, 8192, Duration::from_secs(10)).unwrap();
+            let e = s0
+                .settle(Duration::from_millis(50))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("shared-memory segment") && e.contains('1'),
+                "{e}"
+            );
+            assert!(!s0.asymmetric, "undecided: wakers fence");
+            if unable {
+                s0.header().fenced.fetch_add(1, Ordering::AcqRel);
+            }
+            let p2 = path.clone();
+            let t = std::thread::spawn(move || {
+                let mut s1 = Segment::attach(&p2, 1, 2, 8192, Duration::from_secs(10))?;
+                s1.settle(Duration::from_secs(10))?;
+                Ok::<bool, Error>(s1.asymmetric)
+            });
+            s0.settle(Duration::from_secs(10)).unwrap();
+            let a1 = t.join().unwrap().unwrap();
+            assert_eq!(s0.asymmetric, membarrier::register_global() && !unable);
+            assert_eq!(a1, s0.asymmetric, "every rank decides alike");
+        }
     }
 
     #[test]
