@@ -32,8 +32,9 @@ pub fn wake_all(word: &AtomicU32) {
 }
 
 /// A rank's doorbell (an eventcount): peers ring it after giving the rank
-/// data or ring space, and pay for more than a fence and a shared load only
-/// when the rank has announced that it is about to sleep.
+/// data or ring space, and pay for more than a shared load (and a fence,
+/// see `Segment::fence_for_wake`) only when the rank has announced that it
+/// is about to sleep.
 #[repr(C, align(64))]
 pub struct Doorbell {
     seq: AtomicU32,
@@ -52,8 +53,10 @@ impl Doorbell {
         }
     }
 
-    /// `ring` for a caller that has already issued a SeqCst fence after
-    /// publishing (ringing several doorbells at once).
+    /// `ring` for a caller that has already ordered what it published
+    /// before this load: a SeqCst fence, or `Segment::fence_for_wake`
+    /// where sleepers run the barrier instead (also for ringing several
+    /// doorbells after one fence).
     pub fn ring_fenced(&self) {
         if self.waiters.load(Relaxed) > 0 {
             self.seq.fetch_add(1, SeqCst);
