@@ -513,6 +513,18 @@ fn table_bytes(blocks: Blocks, skip: usize) -> usize {
 /// `send` are copied at once: for small blocks each copy costs more than
 /// its bytes.
 fn write_table(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize) {
+    if let Blocks::Uniform { len, n } = blocks {
+        // The blocks before `skip`'s and those after it are two runs.
+        let base = 16 * n;
+        for p in (0..n).filter(|&p| p != skip) {
+            put_u64(d, 16 * p, base + (p - usize::from(p > skip)) * len);
+            put_u64(d, 16 * p + 8, len);
+        }
+        copy_run(d, send, (0, base, skip * len));
+        let after = (skip + 1) * len;
+        copy_run(d, send, (after, base + skip * len, n * len - after));
+        return;
+    }
     let mut off = 16 * blocks.count();
     // The run being gathered: (start in `send`, start in `d`, length).
     let mut run = (0, off, 0);
