@@ -27,6 +27,8 @@ pub const DEPTH: usize = 64;
 /// Data starts right after the flag, so a small contribution shares the
 /// flag's cache line.
 const DATA_OFFSET: usize = 8;
+/// Most lines of a slot `Area::prefetch_write_data` asks for.
+const PREFETCH_LINES: usize = 4;
 const SLOT_BYTES: usize = 64 + SLOT_DATA;
 /// The `done` line, then the slots.
 pub const AREA_BYTES: usize = 64 + DEPTH * SLOT_BYTES;
@@ -80,6 +82,29 @@ impl Area {
         }
         #[cfg(not(all(target_arch = "x86_64", not(miri))))]
         let _ = index;
+    }
+
+    /// `prefetch_write` for the further lines that `len` bytes of data
+    /// reach, when they are at most `PREFETCH_LINES` in all.
+    pub fn prefetch_write_data(&self, index: usize, len: usize) {
+        let end = DATA_OFFSET + len;
+        if end > 64 * PREFETCH_LINES {
+            return;
+        }
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        for line in (64..end).step_by(64) {
+            // SAFETY: a prefetch never faults and changes no memory; the
+            // line lies inside the slot.
+            unsafe {
+                std::arch::asm!(
+                    "prefetchw [{0}]",
+                    in(reg) self.slot(index).add(line),
+                    options(nostack, preserves_flags, readonly)
+                );
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        let _ = (index, len);
     }
 
     /// The data of slot `index % DEPTH`, for reading.
