@@ -1,7 +1,7 @@
 //! Gather and scatter (and their v-variants): the root posts every
 //! message at once.
 
-use super::{copy_own, select, send_blocks, slots, split_blocks, Ctx};
+use super::{back_to_back, copy_own, select, send_blocks, slots, split_blocks, Ctx};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 
@@ -55,7 +55,7 @@ pub fn gather(
     if select::slots(c, "gather", true, true) {
         return slots::gather(c, send, recv, len, root);
     }
-    gatherv(c, send, recv, &back_to_back(c.size(), len), root)
+    gatherv(c, send, recv, &blocks_of(c.size(), len), root)
 }
 
 /// `scatterv` with `len` bytes per rank, back to back in the root's `send`
@@ -70,12 +70,14 @@ pub fn scatter(
     if select::slots(c, "scatter", true, true) {
         return slots::scatter(c, send, len, recv, root);
     }
-    scatterv(c, send, &back_to_back(c.size(), len), recv, root)
+    scatterv(c, send, &blocks_of(c.size(), len), recv, root)
 }
 
 /// `n` blocks of `len` bytes, back to back from 0, for the message paths.
-fn back_to_back(n: usize, len: usize) -> Vec<(usize, usize)> {
-    (0..n).map(|p| (p * len, len)).collect()
+fn blocks_of(n: usize, len: usize) -> Vec<(usize, usize)> {
+    let mut v = vec![(0, 0); n];
+    back_to_back(&mut v, len);
+    v
 }
 
 /// Scatters block `r` of the root's `send` to rank `r`'s `recv`. On the

@@ -343,6 +343,14 @@ pub fn block_mut(buf: &mut [u8], (off, len): (usize, usize)) -> &mut [u8] {
     &mut buf[off..off + len]
 }
 
+/// One block of `len` bytes per entry of `out`, back to back from 0 (the
+/// layout of `MPI_Gather`'s and `MPI_Scatter`'s all-ranks buffers).
+pub fn back_to_back(out: &mut [(usize, usize)], len: usize) {
+    for (p, b) in out.iter_mut().enumerate() {
+        *b = (p * len, len);
+    }
+}
+
 /// Copies a rank's own part into its block, failing on a size mismatch
 /// (the ranks called the collective with inconsistent counts). A large
 /// block is stored past the cache.

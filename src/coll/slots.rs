@@ -229,7 +229,7 @@ pub(super) fn publish_quiet(
 /// alltoall 340 / 280-293 / 303-316 (Open MPI: 97, 90, 105, 400, 400).
 ///
 /// It also takes the slot's further lines that a call of the same size
-/// fills, when they are few (`Area::prefetch_write_data`): the flag's
+/// fills, when they are few (also `Area::prefetch_write`): the flag's
 /// store leaves the store buffer only after the data's, and each of those
 /// waited for its line. One build, 2 ranks, 128 B, ns, with and without:
 /// scatter 53-55 against 67-68, gather 57-58 against 64, allgather 128-133
@@ -290,8 +290,7 @@ fn write(
     }
     mine.flag(call.index())
         .store(call.f << 1 | u64::from(big), Release);
-    mine.prefetch_write(call.index() + ahead);
-    mine.prefetch_write_data(call.index() + ahead, len);
+    mine.prefetch_write(call.index() + ahead, len);
     Ok(())
 }
 

@@ -124,13 +124,6 @@ impl<T: Copy + Default> Scratch<T> {
     }
 }
 
-/// One block of `len` bytes per entry of `out`, back to back from 0.
-pub(super) fn back_to_back(out: &mut [(usize, usize)], len: usize) {
-    for (p, b) in out.iter_mut().enumerate() {
-        *b = (p * len, len);
-    }
-}
-
 /// Writes the byte blocks of a layout into `out` (one per rank), relative
 /// to the lowest displacement (which may be negative); returns (start
 /// offset from the buffer pointer, span).
@@ -150,7 +143,7 @@ fn v_blocks(layout: Layout, t: &TypeInfo, out: &mut [(usize, usize)]) -> MpiResu
                     ),
                 )
             })?;
-        back_to_back(out, len);
+        coll::back_to_back(out, len);
         return Ok((0, span));
     }
     let mut offs = Scratch::<isize>::new();

@@ -11,13 +11,14 @@
 //! the check mode, `Result` plumbing at each step, two communicator
 //! look-ups) cost about 30 ns of a 2-rank 8-byte broadcast of 97 ns.
 
-use super::coll::{back_to_back, bad_root, Scratch};
+use super::coll::{bad_root, Scratch};
 use super::consts::*;
 use super::datatypes::{self, Builtin};
 use super::errors::MpiErr;
 use super::ops::{builtin_kernel, builtin_op, builtin_reducer};
 use super::ptr::{self, is_in_place};
 use super::state::{call_if, Runtime};
+use crate::coll::back_to_back;
 use crate::coll::{self, Ctx};
 use crate::comm::{engine::Engine, Comm};
 use crate::error::Result;

@@ -27,7 +27,7 @@ pub const DEPTH: usize = 64;
 /// Data starts right after the flag, so a small contribution shares the
 /// flag's cache line.
 const DATA_OFFSET: usize = 8;
-/// Most lines of a slot `Area::prefetch_write_data` asks for.
+/// Most lines of a slot `Area::prefetch_write` asks for.
 const PREFETCH_LINES: usize = 4;
 const SLOT_BYTES: usize = 64 + SLOT_DATA;
 /// The `done` line, then the slots.
@@ -67,44 +67,29 @@ impl Area {
     }
 
     /// Asks for slot `index % DEPTH`'s first line (the flag and a small
-    /// part) in a writable state, ahead of the owner's write to it; a hint
-    /// only (x86-64 `prefetchw`; nothing elsewhere).
-    pub fn prefetch_write(&self, index: usize) {
+    /// part) in a writable state, ahead of the owner's write to it, and for
+    /// the further lines that `len` bytes of data reach when they are at
+    /// most `PREFETCH_LINES` in all; a hint only (x86-64 `prefetchw`;
+    /// nothing elsewhere).
+    pub fn prefetch_write(&self, index: usize, len: usize) {
+        let lines = match (DATA_OFFSET + len).div_ceil(64) {
+            n if n <= PREFETCH_LINES => n,
+            _ => 1,
+        };
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        // SAFETY: a prefetch never faults and changes no memory; the slot
-        // lies inside the mapping.
-        unsafe {
-            std::arch::asm!(
-                "prefetchw [{0}]",
-                in(reg) self.slot(index),
-                options(nostack, preserves_flags, readonly)
-            );
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-        let _ = index;
-    }
-
-    /// `prefetch_write` for the further lines that `len` bytes of data
-    /// reach, when they are at most `PREFETCH_LINES` in all.
-    pub fn prefetch_write_data(&self, index: usize, len: usize) {
-        let end = DATA_OFFSET + len;
-        if end > 64 * PREFETCH_LINES {
-            return;
-        }
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        for line in (64..end).step_by(64) {
+        for line in 0..lines {
             // SAFETY: a prefetch never faults and changes no memory; the
             // line lies inside the slot.
             unsafe {
                 std::arch::asm!(
                     "prefetchw [{0}]",
-                    in(reg) self.slot(index).add(line),
+                    in(reg) self.slot(index).add(64 * line),
                     options(nostack, preserves_flags, readonly)
                 );
             }
         }
         #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-        let _ = (index, len);
+        let _ = (index, lines);
     }
 
     /// The data of slot `index % DEPTH`, for reading.
