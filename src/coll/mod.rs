@@ -351,17 +351,22 @@ pub fn back_to_back(out: &mut [(usize, usize)], len: usize) {
     }
 }
 
+/// Fails unless a rank's `sent` bytes fill its `block` bytes (the ranks
+/// called the collective with inconsistent counts).
+pub fn check_len(block: usize, sent: usize) -> Result<()> {
+    if block != sent {
+        return Err(Error::InvalidArg(format!(
+            "{sent} bytes sent into a {block}-byte block"
+        )));
+    }
+    Ok(())
+}
+
 /// Copies a rank's own part into its block, failing on a size mismatch
 /// (the ranks called the collective with inconsistent counts). A large
 /// block is stored past the cache.
 pub fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
-    if dst.len() != src.len() {
-        return Err(Error::InvalidArg(format!(
-            "{} bytes sent into a {}-byte block",
-            src.len(),
-            dst.len()
-        )));
-    }
+    check_len(dst.len(), src.len())?;
     if dst.len() >= p2p_uncached_from() {
         copy_uncached(dst, src);
     } else {

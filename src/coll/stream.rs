@@ -388,6 +388,11 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
 
 /// Allgather(v): block `blocks[r]` of `recv` (or `send`) from every rank
 /// to every rank, each rank publishing its block in slot-sized pieces.
+/// With a separate send buffer, a rank publishes from it and copies each
+/// piece into its own block right after, while the piece is in cache: the
+/// send buffer leaves memory once, and the own block is not read back
+/// (2 ranks, 32 MiB: the whole own block copied first, then published
+/// from `recv`, read it from memory twice).
 pub fn allgatherv(
     c: &mut Ctx,
     send: Option<&[u8]>,
@@ -399,7 +404,7 @@ pub fn allgatherv(
     super::split_blocks(recv, blocks)?;
     let (mo, ml) = blocks[me];
     if let Some(s) = send {
-        super::copy_own(&mut recv[mo..mo + ml], s)?;
+        super::check_len(ml, s.len())?;
     }
     let cut = Pieces {
         blocks,
@@ -411,16 +416,25 @@ pub fn allgatherv(
     }
     let first = slots::reserve(c, chunks as u64)?;
     let at = |j: usize, k: usize| cut.at(j, k);
-    let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
-        let (o, l) = at(me, k);
-        let own = &recv[o..o + l];
-        publish(c, &first.nth(k as u64), l, false, |d| {
-            copy(d, own);
-            Ok(())
-        })
-    };
     let total: usize = blocks.iter().map(|b| b.1).sum();
     let uncached = total >= coll_uncached_from();
+    // Publishes piece `k` of the own block, from `send` or in place from
+    // `recv`, and copies a sent piece into `recv`.
+    let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| -> Result<()> {
+        let (o, l) = at(me, k);
+        let src = match send {
+            Some(s) => &s[o - mo..o - mo + l],
+            None => &recv[o..o + l],
+        };
+        publish(c, &first.nth(k as u64), l, false, |d| {
+            copy(d, src);
+            Ok(())
+        })?;
+        if let Some(s) = send {
+            put_out(&mut recv[o..o + l], &s[o - mo..o - mo + l], uncached);
+        }
+        Ok(())
+    };
     for k in 0..AHEAD_ONE.min(chunks) {
         put(c, k, recv)?;
     }
