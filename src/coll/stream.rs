@@ -422,16 +422,13 @@ pub fn allgatherv(
     // `recv`, and copies a sent piece into `recv`.
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| -> Result<()> {
         let (o, l) = at(me, k);
-        let src = match send {
-            Some(s) => &s[o - mo..o - mo + l],
-            None => &recv[o..o + l],
-        };
+        let sent = send.map(|s| &s[o - mo..o - mo + l]);
         publish(c, &first.nth(k as u64), l, false, |d| {
-            copy(d, src);
+            copy(d, sent.unwrap_or(&recv[o..o + l]));
             Ok(())
         })?;
-        if let Some(s) = send {
-            put_out(&mut recv[o..o + l], &s[o - mo..o - mo + l], uncached);
+        if let Some(s) = sent {
+            put_out(&mut recv[o..o + l], s, uncached);
         }
         Ok(())
     };
