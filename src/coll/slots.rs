@@ -65,6 +65,17 @@ impl Call {
 }
 
 /// Starts a call; every member must then finish it through the slots.
+///
+/// Inlined so that the `Call` stays in registers. Returned through memory,
+/// it was written in 8-byte and 1-byte stores and read back in 16-byte
+/// loads, which the store buffer cannot forward: each load waited for all
+/// older stores to reach the cache, among them the previous call's flag or
+/// `done`, whose line a peer holds. Alternated 2-rank runs of 8-byte calls,
+/// ns, before/after (Open MPI): bcast 48-50/27-31 (51-54), reduce 58-59/34-35
+/// (73-74), scatter 58-61/38-41 (64-82), gather 57-60/42-45 (57-61),
+/// allreduce 118-119/109-112 (149-167); 4 ranks bcast 151/115, reduce
+/// 178-182/142-144, scatter 158-163/136-138.
+#[inline(always)]
 fn begin(c: &mut Ctx) -> Result<Call> {
     let seg =
         c.eng.segment().map(Arc::as_ptr).ok_or_else(|| {
