@@ -734,3 +734,46 @@ fn slot_calls_mixed_small_and_streamed() {
         });
     }
 }
+
+/// Small rooted calls, three times as many as an area has slots, with one
+/// root throughout: the writers (the root of a bcast or scatter, the other
+/// ranks of a gather) run up to the slot depth ahead of their readers, so
+/// every slot is reused while readers lag, and each call's data (which
+/// changes with the call) must still arrive intact.
+#[test]
+fn small_rooted_calls_past_the_slot_depth() {
+    let calls = 3 * ferrocoll::transport::shm::slots::DEPTH + 7;
+    for n in [2, 3, 4] {
+        world(n, &[], |r, eng, comm| {
+            let root = n - 1;
+            let block = |p: usize, i: usize| data(p + 7 * i, 3);
+            for i in 0..calls {
+                let mut buf = if r == root {
+                    block(root, i)
+                } else {
+                    vec![0u8; 12]
+                };
+                coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut buf, root).unwrap();
+                assert!(buf == block(root, i), "bcast n={n} call {i}");
+            }
+            for i in 0..calls {
+                let mut all = vec![0u8; 12 * n];
+                let out = (r == root).then_some(&mut all[..]);
+                let c = &mut Ctx::new(eng, comm);
+                coll::gather::gather(c, Some(&block(r, i)), out, 12, root).unwrap();
+                if r == root {
+                    let want: Vec<u8> = (0..n).flat_map(|p| block(p, i)).collect();
+                    assert!(all == want, "gather n={n} call {i}");
+                }
+            }
+            for i in 0..calls {
+                let all: Vec<u8> = (0..n).flat_map(|p| block(p, i)).collect();
+                let send = (r == root).then_some(&all[..]);
+                let mut mine = vec![0u8; 12];
+                let c = &mut Ctx::new(eng, comm);
+                coll::gather::scatter(c, send, 12, Some(&mut mine), root).unwrap();
+                assert!(mine == block(r, i), "scatter n={n} call {i}");
+            }
+        });
+    }
+}

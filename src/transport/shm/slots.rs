@@ -17,13 +17,20 @@ pub const AREAS: usize = 16;
 pub const SLOT_DATA: usize = 64 * 1024;
 /// Slots per area: how many calls a rank may run ahead of its slowest
 /// reader. Deep enough that ranks sharing a core run many calls per time
-/// slice instead of switching at every call: a switch costs about 2.4 us
-/// here, and at 4 ranks on 2 cores 8-byte calls went from 16 to 64 deep
-/// as bcast 1.13 -> 0.55 us, reduce 1.12 -> 0.68, gather 1.56 -> 0.54,
-/// scatter 0.98 -> 0.72 (128 deep was erratic, 0.45-1.8 us). Streamed
-/// calls use only a window of 16 (`coll::slots::WINDOW`), and a slot's
-/// pages are only touched as far as calls fill them.
-pub const DEPTH: usize = 64;
+/// slice instead of switching at every call: a switch costs 1.3-2.4 us
+/// here. At 4 ranks on 2 cores, 8-byte calls went from 16 to 64 deep as
+/// bcast 1.13 -> 0.55 us, reduce 1.12 -> 0.68, gather 1.56 -> 0.54,
+/// scatter 0.98 -> 0.72; once a call itself took ~0.1 us, from 64 to 256
+/// deep as bcast 109 -> 68 ns, reduce 135 -> 93, gather 147 -> 100,
+/// scatter 131 -> 89 (128 deep: 83, 106, 114, 104; Open MPI 156, 172,
+/// 143, 168), and at 8 ranks bcast 236-243 -> 151-155, gather 359-371 ->
+/// 257-287. 2-rank and lockstep calls (allreduce, barrier) were equal.
+/// The cost is a larger cycle through slot memory for calls near the
+/// 64 KiB slot size: 4 ranks, 64 KiB, bcast 2.0 -> 2.5-3.1 us, gather
+/// 1.3 -> 1.8-2.1 (Open MPI at 32 KiB: 10.9 and 8.2). Streamed calls use
+/// only a window of 16 (`coll::slots::WINDOW`), and a slot's pages are
+/// only touched as far as calls fill them.
+pub const DEPTH: usize = 256;
 /// Data starts right after the flag, so a small contribution shares the
 /// flag's cache line.
 const DATA_OFFSET: usize = 8;
