@@ -301,25 +301,23 @@ fn allgather_gather_scatter() {
                         &vb,
                     )
                     .unwrap();
-                    for p in 0..n {
-                        let (o, l) = vb[p];
-                        assert!(
-                            recv[o..o + l] == data(p, l / 4)[..],
-                            "allgatherv {algo} n={n}"
-                        );
-                    }
+                    // Every rank's block of an allgatherv result.
+                    let check = |recv: &[u8], how: &str| {
+                        for p in 0..n {
+                            let (o, l) = vb[p];
+                            assert!(
+                                recv[o..o + l] == data(p, l / 4)[..],
+                                "allgatherv{how} {algo} n={n}"
+                            );
+                        }
+                    };
+                    check(&recv, "");
                     // In place: the own block is already in `recv`.
                     let mut recv = vec![0xAAu8; total];
                     recv[vb[r].0..vb[r].0 + vb[r].1].copy_from_slice(&mine);
                     coll::allgather::allgatherv(&mut Ctx::new(eng, comm), None, &mut recv, &vb)
                         .unwrap();
-                    for p in 0..n {
-                        let (o, l) = vb[p];
-                        assert!(
-                            recv[o..o + l] == data(p, l / 4)[..],
-                            "allgatherv in place {algo} n={n}"
-                        );
-                    }
+                    check(&recv, " in place");
                     for root in [0, n - 1] {
                         let mut g = vec![0u8; total];
                         let recv = (r == root).then_some(&mut g[..]);
