@@ -22,7 +22,7 @@ use super::{
 };
 use crate::copy::copy;
 use crate::error::{Error, Result};
-use crate::transport::shm::slots::{Area, DEPTH, SLOT_DATA};
+use crate::transport::shm::slots::{Area, DEPTH, NEAR_BYTES, SLOT_DATA};
 use crate::transport::shm::Segment;
 use std::sync::atomic::{
     fence, Ordering::Acquire, Ordering::Relaxed, Ordering::Release, Ordering::SeqCst,
@@ -199,6 +199,43 @@ fn ring_peers(c: &Ctx, call: &Call, drain: bool) {
     }
 }
 
+/// Bytes from which a `Place::Shared` part starts on the line after the
+/// flag's. Below it, the early store to the flag's line took that line
+/// before the flag's own store, and starting on the next line was slower
+/// (alternated 2-rank runs, ns, next to the flag / next line: allreduce
+/// 64 B 106 / 115, 256 B 123 / 134, 1 KiB 174 / 175; reduce_scatter 64 B
+/// 113 / 118, 1 KiB 156 / 151; allgather 1 KiB 125 / 128, 4 KiB 204 /
+/// 198).
+const SHARED_FAR_FROM: usize = 2048;
+
+/// Where a part starts in its slot: right after the flag, or `far` on the
+/// next line. Writer and readers derive it alike from the kind of call and
+/// the part's length, which both know.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    /// Right after the flag: a part that leads with a table or header its
+    /// readers need first (and whose length they may not know), and the
+    /// streamed calls' chunks.
+    Near,
+    /// A rooted writer's part (bcast, reduce): on the next line once it
+    /// does not fit next to the flag.
+    Rooted,
+    /// A part every rank publishes before reading the others': on the next
+    /// line from `SHARED_FAR_FROM`.
+    Shared,
+}
+
+impl Place {
+    /// Whether a part of `len` bytes starts on the line after the flag's.
+    pub(super) fn far(self, len: usize) -> bool {
+        match self {
+            Place::Near => false,
+            Place::Rooted => len > NEAR_BYTES,
+            Place::Shared => len >= SHARED_FAR_FROM,
+        }
+    }
+}
+
 /// Writes `len` bytes through `fill` into this rank's slot, raises its flag
 /// (`big`: nothing written, the part follows as a message) and wakes peers.
 /// For calls in which every rank writes and then reads the others.
@@ -207,9 +244,10 @@ pub(super) fn publish(
     call: &Call,
     len: usize,
     big: bool,
+    place: Place,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    write(c, call, len, big, 1, fill)?;
+    write(c, call, len, big, place.far(len), 1, fill)?;
     ring_peers(c, call, true);
     Ok(())
 }
@@ -222,9 +260,10 @@ pub(super) fn publish_quiet(
     call: &Call,
     len: usize,
     big: bool,
+    place: Place,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    write(c, call, len, big, 2, fill)
+    write(c, call, len, big, place.far(len), 2, fill)
 }
 
 /// Fills this rank's slot for `call` and raises its flag, then takes the
@@ -246,11 +285,24 @@ pub(super) fn publish_quiet(
 /// scatter 53-55 against 67-68, gather 57-58 against 64, allgather 128-133
 /// against 131-133, allreduce 131-134 against 133-136; other sizes from 8 B
 /// to 512 B equal.
+///
+/// `far`: the part starts on the line after the flag's. A reader waiting
+/// for this call polls the flag's line, and data stores to that line had
+/// to take it back first whenever the reader kept up with the writer: a
+/// 2-rank bcast of 8 KiB settled there at times, the writer at 0.40 us a
+/// call instead of 0.15, readers waiting at nearly every call. One build,
+/// 2 ranks, us, next to the flag / next line: bcast 1 KiB 0.057 / 0.046,
+/// 64 KiB 1.00 / 0.85; reduce 1 KiB 0.055 / 0.050; allgather 64 KiB
+/// 1.60 / 1.24; reduce_scatter 64 KiB 2.7 / 2.3. A part read through a
+/// table stays next to the flag (`Place::Near`): on the next line, each
+/// reader fetched the table's line before its block (alltoall 1 KiB
+/// 0.136 / 0.165).
 fn write(
     c: &mut Ctx,
     call: &Call,
     len: usize,
     big: bool,
+    far: bool,
     ahead: usize,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
@@ -297,11 +349,11 @@ fn write(
     if len > 0 {
         // SAFETY: this rank owns the slot, and every reader of its previous
         // call has finished (checked above or implied by `prev_read_all`).
-        fill(unsafe { mine.data_mut(call.index(), len) })?;
+        fill(unsafe { mine.data_mut(call.index(), far, len) })?;
     }
     mine.flag(call.index())
         .store(call.f << 1 | u64::from(big), Release);
-    mine.prefetch_write(call.index() + ahead, len);
+    mine.prefetch_write(call.index() + ahead, far, len);
     Ok(())
 }
 
@@ -326,13 +378,21 @@ fn wait_all(c: &mut Ctx, call: &Call) -> Result<()> {
     Ok(())
 }
 
-/// `len` bytes of rank `p`'s slot, at `off`.
-pub(super) fn part<'s>(c: &Ctx, call: &'s Call, p: usize, off: usize, len: usize) -> &'s [u8] {
+/// `len` bytes of rank `p`'s slot, at `off`; `far`: where `p` placed its
+/// part (`Place::far`).
+pub(super) fn part<'s>(
+    c: &Ctx,
+    call: &'s Call,
+    p: usize,
+    far: bool,
+    off: usize,
+    len: usize,
+) -> &'s [u8] {
     let a = call.area(c, p);
     // SAFETY: the caller saw `p`'s flag for this call, and `p` rewrites the
     // slot only after this rank reports `done` for it (in `finish`). The
     // slice borrows `call`, which `finish` consumes.
-    unsafe { &a.data(call.index(), off + len)[off..] }
+    unsafe { &a.data(call.index(), far, off + len)[off..] }
 }
 
 /// Reports the call finished; `read_all`: this rank read every peer's slot.
@@ -341,20 +401,20 @@ fn finish(c: &mut Ctx, call: Call, read_all: bool) {
 }
 
 /// Folds every rank's `[off, off + len)` in rank order into `out`:
-/// `out = d0 op (d1 op (... op d(n-1)))`.
-fn fold_all(c: &Ctx, call: &Call, off: usize, out: &mut [u8], red: &Reducer) {
+/// `out = d0 op (d1 op (... op d(n-1)))`; `far` as the parts were placed.
+fn fold_all(c: &Ctx, call: &Call, far: bool, off: usize, out: &mut [u8], red: &Reducer) {
     let n = c.size();
     let len = out.len();
-    copy(out, part(c, call, n - 1, off, len));
+    copy(out, part(c, call, n - 1, far, off, len));
     for p in (0..n - 1).rev() {
-        red.fold_left(part(c, call, p, off, out.len()), out);
+        red.fold_left(part(c, call, p, far, off, out.len()), out);
     }
 }
 
 /// Every rank waits for every other.
 pub fn barrier(c: &mut Ctx) -> Result<()> {
     let call = begin(c)?;
-    publish(c, &call, 0, false, |_| Ok(()))?;
+    publish(c, &call, 0, false, Place::Near, |_| Ok(()))?;
     wait_all(c, &call)?;
     finish(c, call, true);
     Ok(())
@@ -364,14 +424,14 @@ pub fn barrier(c: &mut Ctx) -> Result<()> {
 pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     let call = begin(c)?;
     if c.rank() == root {
-        publish_quiet(c, &call, buf.len(), false, |d| {
+        publish_quiet(c, &call, buf.len(), false, Place::Rooted, |d| {
             copy(d, buf);
             Ok(())
         })?;
     } else {
         wait_flag(c, &call, root)?;
         let len = buf.len();
-        copy(buf, part(c, &call, root, 0, len));
+        copy(buf, part(c, &call, root, Place::Rooted.far(len), 0, len));
     }
     finish(c, call, false);
     Ok(())
@@ -398,7 +458,7 @@ pub fn reduce(
     let own = send.filter(|_| me == root);
     if own.is_none() {
         // Only the root waits, for flags that `finish` announces.
-        publish_quiet(c, &call, len, false, |d| {
+        publish_quiet(c, &call, len, false, Place::Rooted, |d| {
             copy(d, input);
             Ok(())
         })?;
@@ -421,7 +481,7 @@ pub fn reduce(
                     if p == me {
                         own
                     } else {
-                        part(c, &call, p, 0, len)
+                        part(c, &call, p, Place::Rooted.far(len), 0, len)
                     }
                 };
                 copy(out, at(n - 1));
@@ -429,7 +489,7 @@ pub fn reduce(
                     red.fold_left(at(p), out);
                 }
             }
-            None => fold_all(c, &call, 0, out, red),
+            None => fold_all(c, &call, Place::Rooted.far(len), 0, out, red),
         }
     }
     finish(c, call, true);
@@ -447,12 +507,12 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, out: &mut [u8], red: &Reducer
     }
     let call = begin(c)?;
     let input = send.unwrap_or(out);
-    publish(c, &call, input.len(), false, |d| {
+    publish(c, &call, input.len(), false, Place::Shared, |d| {
         copy(d, input);
         Ok(())
     })?;
     wait_all(c, &call)?;
-    fold_all(c, &call, 0, out, red);
+    fold_all(c, &call, Place::Shared.far(out.len()), 0, out, red);
     finish(c, call, true);
     Ok(())
 }
@@ -470,13 +530,13 @@ pub fn reduce_scatter(
 ) -> Result<()> {
     let call = begin(c)?;
     let data = send.unwrap_or(out);
-    publish(c, &call, total, false, |d| {
+    publish(c, &call, total, false, Place::Shared, |d| {
         copy(d, &data[..total]);
         Ok(())
     })?;
     wait_all(c, &call)?;
     let (o, l) = blocks[c.rank()];
-    fold_all(c, &call, o, &mut out[..l], red);
+    fold_all(c, &call, Place::Shared.far(total), o, &mut out[..l], red);
     finish(c, call, true);
     Ok(())
 }
@@ -495,7 +555,7 @@ pub fn allgatherv(
     }
     let call = begin(c)?;
     let own = block(recv, blocks[me]);
-    publish(c, &call, own.len(), false, |d| {
+    publish(c, &call, own.len(), false, Place::Shared, |d| {
         copy(d, own);
         Ok(())
     })?;
@@ -503,7 +563,7 @@ pub fn allgatherv(
         wait_flag(c, &call, p)?;
         let dst = block_mut(recv, blocks[p]);
         let len = dst.len();
-        copy(dst, part(c, &call, p, 0, len));
+        copy(dst, part(c, &call, p, Place::Shared.far(len), 0, len));
     }
     finish(c, call, true);
     Ok(())
@@ -683,10 +743,10 @@ fn gather_blocks(
         let call = begin(c)?;
         let big = 8 + s.len() > SLOT_DATA;
         if big {
-            publish(c, &call, 0, true, |_| Ok(()))?;
+            publish(c, &call, 0, true, Place::Near, |_| Ok(()))?;
             c.send(0, root, s)?;
         } else {
-            publish_quiet(c, &call, 8 + s.len(), false, |d| {
+            publish_quiet(c, &call, 8 + s.len(), false, Place::Near, |d| {
                 put_u64(d, 0, s.len());
                 copy(&mut d[8..], s);
                 Ok(())
@@ -709,12 +769,12 @@ fn gather_blocks(
             continue;
         }
         let dst = block_mut(recv, blocks.get(p));
-        let len = get_u64(part(c, &call, p, 0, 8), 0);
+        let len = get_u64(part(c, &call, p, false, 0, 8), 0);
         if len != dst.len() {
             finish(c, call, true);
             return Err(mismatch(p, len, dst.len()));
         }
-        copy(dst, part(c, &call, p, 8, len));
+        copy(dst, part(c, &call, p, false, 8, len));
     }
     finish(c, call, true);
     if !big.is_empty() {
@@ -763,10 +823,10 @@ fn scatter_blocks(
             finish(c, call, false);
             return c.recv(0, root, d);
         }
-        let entry = part(c, &call, root, 16 * me, 16);
+        let entry = part(c, &call, root, false, 16 * me, 16);
         let (off, len) = (get_u64(entry, 0), get_u64(entry, 8));
         let res = if len == d.len() {
-            copy(d, part(c, &call, root, off, len));
+            copy(d, part(c, &call, root, false, off, len));
             Ok(())
         } else {
             Err(mismatch(root, len, d.len()))
@@ -783,7 +843,7 @@ fn scatter_blocks(
     let total = table_bytes(blocks, root);
     let call = begin(c)?;
     if total > SLOT_DATA {
-        publish(c, &call, 0, true, |_| Ok(()))?;
+        publish(c, &call, 0, true, Place::Near, |_| Ok(()))?;
         let sends: Vec<(usize, &[u8])> = (0..n)
             .filter(|&p| p != root)
             .map(|p| (p, block(send, blocks.get(p))))
@@ -791,7 +851,7 @@ fn scatter_blocks(
         finish(c, call, false);
         return c.xfer(0, &sends, &mut []);
     }
-    publish_quiet(c, &call, total, false, |d| {
+    publish_quiet(c, &call, total, false, Place::Near, |d| {
         write_table(d, send, blocks, root);
         Ok(())
     })?;
@@ -816,10 +876,17 @@ pub fn alltoallv(
     let total = table_bytes(Blocks::Listed(sblocks), me);
     let big = total > SLOT_DATA;
     let call = begin(c)?;
-    publish(c, &call, if big { 0 } else { total }, big, |d| {
-        write_table(d, send, Blocks::Listed(sblocks), me);
-        Ok(())
-    })?;
+    publish(
+        c,
+        &call,
+        if big { 0 } else { total },
+        big,
+        Place::Near,
+        |d| {
+            write_table(d, send, Blocks::Listed(sblocks), me);
+            Ok(())
+        },
+    )?;
     let mut from_msgs = Vec::new();
     let mut bad = None;
     for p in (0..n).filter(|&p| p != me) {
@@ -828,10 +895,10 @@ pub fn alltoallv(
             continue;
         }
         let dst = block_mut(recv, rblocks[p]);
-        let entry = part(c, &call, p, 16 * me, 16);
+        let entry = part(c, &call, p, false, 16 * me, 16);
         let (off, len) = (get_u64(entry, 0), get_u64(entry, 8));
         if len == dst.len() {
-            copy(dst, part(c, &call, p, off, len));
+            copy(dst, part(c, &call, p, false, off, len));
         } else {
             bad.get_or_insert(mismatch(p, len, dst.len()));
         }

@@ -13,7 +13,9 @@
 //! that share a core do a stretch of work per wake-up instead of switching
 //! at every chunk.
 
-use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, WINDOW};
+// Chunks are published `Place::Near` (right after the flag), so every `part`
+// read here passes `far` false.
+use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, Place, WINDOW};
 use super::{check_send_blocks, even_blocks, split_blocks, Ctx, Reducer};
 use crate::copy::{coll_uncached_from, copy, copy_uncached, p2p_uncached_from};
 use crate::error::{Error, Result};
@@ -130,11 +132,18 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
         let input = &send.unwrap_or(recv)[span(k)];
         let (o, l) = blocks(k)[me];
-        publish(c, &first.nth(2 * k as u64), input.len(), false, |d| {
-            copy(&mut d[..o], &input[..o]);
-            copy(&mut d[o + l..], &input[o + l..]);
-            Ok(())
-        })
+        publish(
+            c,
+            &first.nth(2 * k as u64),
+            input.len(),
+            false,
+            Place::Near,
+            |d| {
+                copy(&mut d[..o], &input[..o]);
+                copy(&mut d[o + l..], &input[o + l..]);
+                Ok(())
+            },
+        )
     };
     for k in 0..AHEAD.min(chunks) {
         put(c, k, recv)?;
@@ -155,17 +164,17 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
                     if p == me {
                         own
                     } else {
-                        part(c, &inputs, p, o, l)
+                        part(c, &inputs, p, false, o, l)
                     }
                 })
                 .collect();
-            publish(c, &folded, o + l, false, |d| {
+            publish(c, &folded, o + l, false, Place::Near, |d| {
                 fold_ordered(&parts, &mut d[o..], red);
                 Ok(())
             })?;
             put_out(
                 &mut recv[span(k)][o..o + l],
-                part(c, &folded, me, o, l),
+                part(c, &folded, me, false, o, l),
                 uncached,
             );
         }
@@ -175,7 +184,11 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
             for p in (0..n).filter(|&p| p != me) {
                 wait_flag(c, &folded, p)?;
                 let (o, l) = blocks(j)[p];
-                put_out(&mut out[o..o + l], part(c, &folded, p, o, l), uncached);
+                put_out(
+                    &mut out[o..o + l],
+                    part(c, &folded, p, false, o, l),
+                    uncached,
+                );
             }
             mark_done(c, &folded, true);
         }
@@ -211,7 +224,7 @@ pub fn reduce(
         for k in 0..chunks {
             let call = first.nth(k as u64);
             let piece = &input[span(k)];
-            publish_quiet(c, &call, piece.len(), false, |d| {
+            publish_quiet(c, &call, piece.len(), false, Place::Near, |d| {
                 copy(d, piece);
                 Ok(())
             })?;
@@ -242,7 +255,7 @@ pub fn reduce(
         match acc.as_deref_mut() {
             None => {
                 for p in (0..n).filter(|&p| p != me) {
-                    red.fold_left(part(c, &call, p, 0, l), dst);
+                    red.fold_left(part(c, &call, p, false, 0, l), dst);
                 }
             }
             Some(acc) => {
@@ -252,7 +265,7 @@ pub fn reduce(
                         if p == me {
                             own
                         } else {
-                            part(c, &call, p, 0, l)
+                            part(c, &call, p, false, 0, l)
                         }
                     })
                     .collect();
@@ -304,14 +317,21 @@ pub fn reduce_scatter(
     let at = |j: usize, k: usize| cut.at(j, k);
     let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
         let input = send.unwrap_or(recv);
-        publish(c, &first.nth(k as u64), n * piece, false, |d| {
-            // This rank's own piece is folded straight from its input.
-            for j in (0..n).filter(|&j| j != me) {
-                let (o, l) = at(j, k);
-                copy(&mut d[j * piece..j * piece + l], &input[o..o + l]);
-            }
-            Ok(())
-        })
+        publish(
+            c,
+            &first.nth(k as u64),
+            n * piece,
+            false,
+            Place::Near,
+            |d| {
+                // This rank's own piece is folded straight from its input.
+                for j in (0..n).filter(|&j| j != me) {
+                    let (o, l) = at(j, k);
+                    copy(&mut d[j * piece..j * piece + l], &input[o..o + l]);
+                }
+                Ok(())
+            },
+        )
     };
     let uncached = blocks[me].1 >= coll_uncached_from();
     let mut acc = c.scratch(piece);
@@ -332,7 +352,7 @@ pub fn reduce_scatter(
                 if p == me {
                     own
                 } else {
-                    part(c, &call, p, me * piece, l)
+                    part(c, &call, p, false, me * piece, l)
                 }
             })
             .collect();
@@ -368,7 +388,7 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
         let call = first.nth(k as u64);
         if c.rank() == root {
             let piece = &buf[span(k)];
-            publish(c, &call, piece.len(), false, |d| {
+            publish(c, &call, piece.len(), false, Place::Near, |d| {
                 copy(d, piece);
                 Ok(())
             })?;
@@ -376,7 +396,7 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
             wait_flag(c, &call, root)?;
             let dst = &mut buf[span(k)];
             let l = dst.len();
-            put_out(dst, part(c, &call, root, 0, l), uncached);
+            put_out(dst, part(c, &call, root, false, 0, l), uncached);
             mark_done(c, &call, false);
         }
     }
@@ -423,7 +443,7 @@ pub fn allgatherv(
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| -> Result<()> {
         let (o, l) = at(me, k);
         let sent = send.map(|s| &s[o - mo..o - mo + l]);
-        publish(c, &first.nth(k as u64), l, false, |d| {
+        publish(c, &first.nth(k as u64), l, false, Place::Near, |d| {
             copy(d, sent.unwrap_or(&recv[o..o + l]));
             Ok(())
         })?;
@@ -443,7 +463,11 @@ pub fn allgatherv(
         for p in (0..n).filter(|&p| p != me) {
             let (o, l) = at(p, k);
             wait_flag(c, &call, p)?;
-            put_out(&mut recv[o..o + l], part(c, &call, p, 0, l), uncached);
+            put_out(
+                &mut recv[o..o + l],
+                part(c, &call, p, false, 0, l),
+                uncached,
+            );
         }
         mark_done(c, &call, true);
     }
@@ -488,13 +512,20 @@ pub fn alltoall(
         (blocks[j].0 + start, piece.min(len - start))
     };
     let put = |c: &mut Ctx, k: usize| {
-        publish(c, &first.nth(k as u64), (n - 1) * piece, false, |d| {
-            for j in (0..n).filter(|&j| j != me) {
-                let ((o, l), q) = (at(j, k), pos(me, j));
-                copy(&mut d[q..q + l], &send[o..o + l]);
-            }
-            Ok(())
-        })
+        publish(
+            c,
+            &first.nth(k as u64),
+            (n - 1) * piece,
+            false,
+            Place::Near,
+            |d| {
+                for j in (0..n).filter(|&j| j != me) {
+                    let ((o, l), q) = (at(j, k), pos(me, j));
+                    copy(&mut d[q..q + l], &send[o..o + l]);
+                }
+                Ok(())
+            },
+        )
     };
     // As a message of this size would be stored.
     let uncached = len >= p2p_uncached_from();
@@ -513,7 +544,7 @@ pub fn alltoall(
             wait_flag(c, &call, p)?;
             put_out(
                 &mut recv[o..o + l],
-                part(c, &call, p, pos(p, me), l),
+                part(c, &call, p, false, pos(p, me), l),
                 uncached,
             );
         }

@@ -31,12 +31,20 @@ pub const SLOT_DATA: usize = 64 * 1024;
 /// only a window of 16 (`coll::slots::WINDOW`), and a slot's pages are
 /// only touched as far as calls fill them.
 pub const DEPTH: usize = 256;
-/// Data starts right after the flag, so a small contribution shares the
-/// flag's cache line.
-const DATA_OFFSET: usize = 8;
+/// Where a contribution starts when it leads with a table its readers
+/// need first, or fits next to the flag: right after the flag, so readers
+/// get that much with the flag's cache line.
+const NEAR_OFFSET: usize = 8;
+/// Bytes after the flag on its line.
+pub const NEAR_BYTES: usize = 64 - NEAR_OFFSET;
+/// Where any other contribution starts (a `far` one): on the line after
+/// the flag's, so the writer's data stores leave alone the line that a
+/// waiting reader polls (see `coll::slots::write`).
+const FAR_OFFSET: usize = 64;
 /// Most lines of a slot `Area::prefetch_write` asks for.
 const PREFETCH_LINES: usize = 4;
-const SLOT_BYTES: usize = 64 + SLOT_DATA;
+/// A flag line, then room for `SLOT_DATA` bytes from `FAR_OFFSET`.
+const SLOT_BYTES: usize = FAR_OFFSET + SLOT_DATA;
 /// The `done` line, then the slots.
 pub const AREA_BYTES: usize = 64 + DEPTH * SLOT_BYTES;
 
@@ -75,11 +83,11 @@ impl Area {
 
     /// Asks for slot `index % DEPTH`'s first line (the flag and a small
     /// part) in a writable state, ahead of the owner's write to it, and for
-    /// the further lines that `len` bytes of data reach when they are at
-    /// most `PREFETCH_LINES` in all; a hint only (x86-64 `prefetchw`;
-    /// nothing elsewhere).
-    pub fn prefetch_write(&self, index: usize, len: usize) {
-        let lines = match (DATA_OFFSET + len).div_ceil(64) {
+    /// the further lines that `len` bytes of data (`far` or not) reach when
+    /// they are at most `PREFETCH_LINES` in all; a hint only (x86-64
+    /// `prefetchw`; nothing elsewhere).
+    pub fn prefetch_write(&self, index: usize, far: bool, len: usize) {
+        let lines = match (start(far) + len).div_ceil(64) {
             n if n <= PREFETCH_LINES => n,
             _ => 1,
         };
@@ -99,25 +107,36 @@ impl Area {
         let _ = (index, lines);
     }
 
-    /// The data of slot `index % DEPTH`, for reading.
+    /// The data of slot `index % DEPTH`, for reading; `far` as the writer
+    /// placed it.
     ///
     /// # Safety
     /// The owner must not write the slot while the slice lives (the caller
     /// saw the flag of the call it reads and has not yet reported `done`),
     /// and the slice must not outlive the mapping; the caller picks `'a`.
-    pub unsafe fn data<'a>(&self, index: usize, len: usize) -> &'a [u8] {
+    pub unsafe fn data<'a>(&self, index: usize, far: bool, len: usize) -> &'a [u8] {
         assert!(len <= SLOT_DATA);
-        std::slice::from_raw_parts(self.slot(index).add(DATA_OFFSET), len)
+        std::slice::from_raw_parts(self.slot(index).add(start(far)), len)
     }
 
-    /// The data of slot `index % DEPTH`, for the owner to fill.
+    /// The data of slot `index % DEPTH`, for the owner to fill: from
+    /// right after the flag, or `far` from the next line.
     ///
     /// # Safety
     /// Only the owning rank may call this, and only once every reader of
     /// this slot's previous call has reported `done`.
     #[allow(clippy::mut_from_ref)] // the memory is shared, not owned by `self`
-    pub unsafe fn data_mut(&self, index: usize, len: usize) -> &mut [u8] {
+    pub unsafe fn data_mut(&self, index: usize, far: bool, len: usize) -> &mut [u8] {
         assert!(len <= SLOT_DATA);
-        std::slice::from_raw_parts_mut(self.slot(index).add(DATA_OFFSET), len)
+        std::slice::from_raw_parts_mut(self.slot(index).add(start(far)), len)
+    }
+}
+
+/// Offset of a slot's data from the slot's start.
+fn start(far: bool) -> usize {
+    if far {
+        FAR_OFFSET
+    } else {
+        NEAR_OFFSET
     }
 }
