@@ -290,10 +290,11 @@ pub(super) fn publish_quiet(
 /// for this call polls the flag's line, and data stores to that line had
 /// to take it back first whenever the reader kept up with the writer: a
 /// 2-rank bcast of 8 KiB settled there at times, the writer at 0.40 us a
-/// call instead of 0.15, readers waiting at nearly every call. One build,
-/// 2 ranks, us, next to the flag / next line: bcast 1 KiB 0.057 / 0.046,
-/// 64 KiB 1.00 / 0.85; reduce 1 KiB 0.055 / 0.050; allgather 64 KiB
-/// 1.60 / 1.24; reduce_scatter 64 KiB 2.7 / 2.3. A part read through a
+/// call instead of 0.15, readers waiting at nearly every call. Alternated
+/// 2-rank runs, us, next to the flag / next line: bcast 1 KiB 0.054-0.059 /
+/// 0.044-0.054, 64 KiB 0.94-1.10 / 0.78-0.92; reduce 16 KiB 0.39-0.42 /
+/// 0.36-0.39; allgather 64 KiB 1.51-1.77 / 1.20-1.38 (reduce_scatter
+/// 64 KiB faster in 3 runs of 4). A part read through a
 /// table stays next to the flag (`Place::Near`): on the next line, each
 /// reader fetched the table's line before its block (alltoall 1 KiB
 /// 0.136 / 0.165).
