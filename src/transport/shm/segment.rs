@@ -66,6 +66,7 @@ unsafe impl Send for Segment {}
 #[derive(Clone, Copy)]
 struct Layout {
     bells: usize,
+    cpus: usize,
     slots: usize,
     rings: usize,
     total: usize,
@@ -73,15 +74,25 @@ struct Layout {
 
 fn layout(nranks: usize, ring_bytes: usize) -> Layout {
     let bells = HEADER_BYTES;
-    let slots = (bells + nranks * 64).div_ceil(4096) * 4096;
+    let cpus = bells + nranks * 64;
+    let slots = (cpus + nranks * 64).div_ceil(4096) * 4096;
     let rings = (slots + nranks * AREAS * AREA_BYTES).div_ceil(4096) * 4096;
     let total = rings + nranks * nranks * (CTRL_BYTES + ring_bytes);
     Layout {
         bells,
+        cpus,
         slots,
         rings,
         total,
     }
+}
+
+/// 1 + the CPU the calling thread runs on (0 if the kernel cannot say),
+/// as `Segment::on_cpu` holds it.
+pub fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu takes no arguments and touches no memory of ours.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).map_or(0, |c| c.saturating_add(1))
 }
 
 /// Ring size for a job: the requested size, shrunk so all rings fit the budget.
@@ -321,6 +332,19 @@ impl Segment {
         // SAFETY: doorbells are 64-byte aligned slots inside the mapping, made
         // only of atomics.
         unsafe { &*(self.base().add(bells + 64 * rank) as *const Doorbell) }
+    }
+
+    /// Where `rank` runs: 1 + the CPU it last found itself on, or 0 while
+    /// it has handed its core over inside a wait (a yield or a sleep). A
+    /// rank preempted by the kernel still reads as running, so a waiter
+    /// trusts it only for a bounded time. Each rank's word has a line of
+    /// its own: it changes at every hand-over, and waiters poll it.
+    pub fn on_cpu(&self, rank: usize) -> &AtomicU32 {
+        assert!(rank < self.nranks);
+        let cpus = self.layout.cpus;
+        // SAFETY: the word is 64-byte aligned inside the mapping (see
+        // `layout`), zero-initialised, and used only atomically.
+        unsafe { &*(self.base().add(cpus + 64 * rank) as *const AtomicU32) }
     }
 
     /// Collective slot area `area` of `rank`.
