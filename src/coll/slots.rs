@@ -42,9 +42,11 @@ pub(super) struct Call {
     f: u64,
     /// Whether readers of this slot's previous call must be waited for.
     check: bool,
-    /// Whether a writer that must wait lets its readers drain `SLACK` more
-    /// calls first (single calls; a streamed call keeps its readers close).
-    slack: bool,
+    /// A single call, not one of a streamed collective's: a writer that
+    /// must wait lets its readers drain `SLACK` more calls first (a
+    /// streamed call keeps its readers close), and a wait for a peer's
+    /// part polls while that peer runs (`Engine::wait_for_running`).
+    single: bool,
 }
 
 impl Call {
@@ -90,7 +92,7 @@ fn begin(c: &mut Ctx) -> Result<Call> {
         area: s.area,
         f: s.calls,
         check: !s.read_all,
-        slack: true,
+        single: true,
     };
     c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
     Ok(call)
@@ -141,7 +143,7 @@ pub(super) fn reserve(c: &mut Ctx, count: u64) -> Result<Call> {
         None => 0,
     };
     let first = Call {
-        slack: false,
+        single: false,
         ..begin(c)?
     };
     if let Some(s) = c.comm.slots.as_mut() {
@@ -162,7 +164,7 @@ impl Call {
             area: self.area,
             f: window_number(window_index_from(self.f) + i),
             check: true,
-            slack: false,
+            single: false,
         }
     }
 }
@@ -315,7 +317,7 @@ fn write(
         // stores to at every call: instead it lets them drain `SLACK` calls
         // more (up to this rank's previous call, which every peer reaches),
         // and builds its peer lists only when it must wait.
-        let want = if call.slack {
+        let want = if call.single {
             let mine = call.area(c, c.rank()).done().load(Relaxed);
             need.max(mine.min(need + SLACK))
         } else {
@@ -365,7 +367,11 @@ pub(super) fn wait_flag(c: &mut Ctx, call: &Call, p: usize) -> Result<bool> {
     let ready = |_: &_| flag.load(Acquire) >> 1 == call.f;
     if !ready(&()) {
         let w = c.comm.world_rank(p);
-        c.eng.wait_for(c.op, &[w], |_| ready(&()))?;
+        if call.single {
+            c.eng.wait_for_running(c.op, w, |_| ready(&()))?;
+        } else {
+            c.eng.wait_for(c.op, &[w], |_| ready(&()))?;
+        }
     }
     Ok(flag.load(Acquire) & 1 != 0)
 }
