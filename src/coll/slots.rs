@@ -18,7 +18,8 @@
 //! (only where the receiver cannot know the size in advance).
 
 use super::{
-    block, block_mut, check_recv_blocks, check_send_blocks, copy_own, split_blocks, Ctx, Reducer,
+    block, block_mut, check_len, check_recv_blocks, check_send_blocks, copy_own, split_blocks, Ctx,
+    Reducer,
 };
 use crate::copy::copy;
 use crate::error::{Error, Result};
@@ -844,20 +845,29 @@ fn scatter_blocks(
     let send =
         send.ok_or_else(|| Error::InvalidArg("scatter root without a send buffer".into()))?;
     blocks.check_send(send.len())?;
-    if let Some(d) = recv {
-        copy_own(d, block(send, blocks.get(root)))?;
-    }
+    let own = block(send, blocks.get(root));
     let total = table_bytes(blocks, root);
-    let call = begin(c)?;
     if total > SLOT_DATA {
+        if let Some(d) = &recv {
+            // Checked before anything is sent, as on the slot path.
+            check_len(d.len(), own.len())?;
+        }
+        let call = begin(c)?;
         publish(c, &call, 0, true, Place::Near, |_| Ok(()))?;
         let sends: Vec<(usize, &[u8])> = (0..n)
             .filter(|&p| p != root)
             .map(|p| (p, block(send, blocks.get(p))))
             .collect();
         finish(c, call, false);
-        return c.xfer(0, &sends, &mut []);
+        c.send_announced(0, &sends)?;
+        // A send completes once its last bytes are in the ring: the own
+        // block is copied while the receivers copy those out.
+        return recv.map_or(Ok(()), |d| copy_own(d, own));
     }
+    if let Some(d) = recv {
+        copy_own(d, own)?;
+    }
+    let call = begin(c)?;
     publish_quiet(c, &call, total, false, Place::Near, |d| {
         write_table(d, send, blocks, root);
         Ok(())

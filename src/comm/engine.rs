@@ -556,11 +556,27 @@ impl Engine {
         buf: RawBuf,
         op: &'static str,
     ) -> Result<ReqId> {
+        self.isend_as(dst, ctx, tag, buf, op, false)
+    }
+
+    /// `isend`; `announce`: over shared memory, announce the message and
+    /// send it once the receive is posted whatever its size (see
+    /// `Ctx::send_announced`).
+    fn isend_as(
+        &mut self,
+        dst: usize,
+        ctx: u32,
+        tag: i32,
+        buf: RawBuf,
+        op: &'static str,
+        announce: bool,
+    ) -> Result<ReqId> {
         self.check()?;
         if self.links[dst].has_failed() {
             return Err(self.link_death(dst, op));
         }
-        let announce = self.announces(dst, buf.len());
+        let announce = self.announces(dst, buf.len())
+            || (announce && !buf.is_empty() && self.links[dst].is_remote());
         let mut frame = Frame::eager(ctx, tag, buf.len());
         let id = self.alloc(Kind::Send {
             dst,
@@ -1680,11 +1696,12 @@ impl Engine {
     }
 
     /// Sends and receives a set of messages on context `ctx` with one tag,
-    /// returning when all have completed. Every receive must be filled
+    /// returning when all have completed (`announce`: as `isend_as`). Every receive must be filled
     /// exactly (collectives know their sizes); a shorter or longer message
     /// means the ranks called the collective with mismatched arguments.
     ///
     /// Peers are given in some numbering that `world` turns into world ranks.
+    #[allow(clippy::too_many_arguments)]
     pub fn exchange(
         &mut self,
         ctx: u32,
@@ -1693,6 +1710,7 @@ impl Engine {
         recvs: &mut [(usize, &mut [u8])],
         world: impl Fn(usize) -> usize,
         op: &'static str,
+        announce: bool,
     ) -> Result<()> {
         let mut ids = Vec::with_capacity(sends.len() + recvs.len());
         for (src, buf) in recvs.iter_mut() {
@@ -1711,7 +1729,7 @@ impl Engine {
         for (dst, buf) in sends {
             // SAFETY: as above; send buffers are only read.
             let raw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
-            ids.push(self.isend(world(*dst), ctx, tag, raw, op)?);
+            ids.push(self.isend_as(world(*dst), ctx, tag, raw, op, announce)?);
         }
         self.wait_all(&ids, op)?;
         let mut bad = None;
