@@ -17,7 +17,7 @@
 // read here passes `far` false.
 use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, Place, WINDOW};
 use super::{check_send_blocks, even_blocks, split_blocks, Ctx, Reducer};
-use crate::copy::{coll_uncached_from, copy, copy_uncached, p2p_uncached_from};
+use crate::copy::{coll_uncached_from, copy, copy_uncached, llc_bytes, p2p_uncached_from};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -437,7 +437,12 @@ pub fn allgatherv(
     let first = slots::reserve(c, chunks as u64)?;
     let at = |j: usize, k: usize| cut.at(j, k);
     let total: usize = blocks.iter().map(|b| b.1).sum();
-    let uncached = total >= coll_uncached_from();
+    // Also once the host's ranks' own blocks and results together no
+    // longer fit the cache: every rank then writes its whole result to
+    // memory anyway. Alternated 2-rank runs, medians, us, cached /
+    // uncached (Open MPI): 16 MiB 1716 / 1465 (1877), 32 MiB 4129 / 3078
+    // (4929); at 8 MiB (24 MiB of buffers) uncached lost, 578 / 711.
+    let uncached = total >= coll_uncached_from() || n * (total + ml) >= llc_bytes();
     // Publishes piece `k` of the own block, from `send` or in place from
     // `recv`, and copies a sent piece into `recv`.
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| -> Result<()> {
@@ -527,8 +532,13 @@ pub fn alltoall(
             },
         )
     };
-    // As a message of this size would be stored.
-    let uncached = len >= p2p_uncached_from();
+    // Past the cache once the host's ranks' send and receive buffers
+    // together no longer fit it (or, as a message of this size would be):
+    // every rank then writes its whole receive buffer to memory anyway.
+    // Alternated 2-rank runs, medians, us, cached / uncached: 8 MiB 838 /
+    // 686-705 and 863 / 730, 16 MiB 2526 / 1543-1626 and 2536 / 1642 (Open
+    // MPI 791, 2217); uncached at 4 MiB (16 MiB of buffers) 186 / 334.
+    let uncached = len >= p2p_uncached_from() || n * 2 * (n * len) >= llc_bytes();
     for k in 0..AHEAD_ONE.min(chunks) {
         put(c, k)?;
     }
