@@ -9,7 +9,7 @@
 //! | reduce | `binomial`, `rsag`, `slots`, `stream` | slots while all parts together fit 64 KiB, stream above; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream` | slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream` | slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
-//! | alltoall | `direct`, `pairwise`, `slots`, `stream` | slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream at 2 ranks or up to 512 KiB per rank; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
+//! | alltoall | `direct`, `pairwise`, `slots`, `stream` | slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
 //! | gather, scatter | `direct`, `slots` | slots (a part too large for a slot goes as a message) |
@@ -223,13 +223,16 @@ pub fn reduce_scatter(c: &Ctx, total: usize, extent: usize, commutative: bool) -
 /// streams through the slots (`coll::stream::alltoall`): forced with
 /// `stream`, or automatically once the blocks no longer fit one slot
 /// together (where they would otherwise go as messages through the
-/// rings), at 2 ranks or up to 512 KiB per rank. Measured on 2 cores,
-/// alternated runs, us: 2 ranks, stream against messages, 64 KiB
-/// 2.6 / 3.4, 1 MiB 37 / 40, 4 MiB 146-149 / 158-163, 16 MiB 787-824 /
-/// 1029-1092; 4 ranks 128 KiB 16-17 / 20-21, 512 KiB 61-64 / 60-63, but
-/// from 2 MiB the messages won (8 MiB 1280-1420 / 1160-1380, 32 MiB
-/// 6060-6200 / 5760-6370): four ranks on two cores wait on three peers
-/// at every chunk.
+/// rings). Measured on 2 cores, alternated runs, us, stream against
+/// messages: 2 ranks 64 KiB 2.6 / 3.4, 1 MiB 37 / 40, 16 MiB 787-824 /
+/// 1029-1092; 4 ranks 128 KiB 16-17 / 20-21. From 2 MiB at 4 ranks the
+/// messages won on an earlier host (8 MiB 1280-1420 / 1160-1380), so
+/// streaming stopped at 512 KiB per rank; since the rings publish every
+/// 64 KiB and copies of chunks avoid `rep movsb` the stream wins there
+/// too, medians (Open MPI): 4 ranks 2 MiB 299 / 356 (368), 8 MiB 1966 /
+/// 2266 (2312), 32 MiB 8726 / 10532 (10540); 8 ranks 1 MiB 491 / 754
+/// (422), 4 MiB 2614 / 3932 (2639); 3 ranks 16 MiB 3845 / 4700 (5812),
+/// 4 MiB 991 / 828 (1062).
 pub fn alltoall_stream(c: &Ctx, block: usize) -> bool {
     let n = c.size();
     if !c.has_slots() || n < 2 {
@@ -239,7 +242,7 @@ pub fn alltoall_stream(c: &Ctx, block: usize) -> bool {
         Some("stream") => true,
         Some(name) if known("alltoall", name) => false,
         // Unset, or a name that is not an alltoall algorithm: automatic.
-        _ => n * (16 + block) > SLOT_DATA && (n == 2 || n * block <= 512 * 1024),
+        _ => n * (16 + block) > SLOT_DATA,
     }
 }
 
