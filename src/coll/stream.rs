@@ -121,7 +121,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     if chunks == 0 {
         return Ok(());
     }
-    let first = slots::reserve(c, 2 * chunks as u64)?;
+    let first = slots::reserve(c, 2 * chunks as u64, len)?;
     let uncached = len >= coll_uncached_from();
     let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
     let full = even_blocks(chunk, red.extent, n);
@@ -217,7 +217,7 @@ pub fn reduce(
     if chunks == 0 {
         return Ok(());
     }
-    let first = slots::reserve(c, chunks as u64)?;
+    let first = slots::reserve(c, chunks as u64, len)?;
     let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
     if me != root {
         let input = send.ok_or_else(|| Error::InvalidArg("reduce without a buffer".into()))?;
@@ -313,7 +313,8 @@ pub fn reduce_scatter(
     if chunks == 0 {
         return Ok(());
     }
-    let first = slots::reserve(c, chunks as u64)?;
+    let total: usize = blocks.iter().map(|b| b.1).sum();
+    let first = slots::reserve(c, chunks as u64, total)?;
     let at = |j: usize, k: usize| cut.at(j, k);
     let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
         let input = send.unwrap_or(recv);
@@ -374,7 +375,7 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     if chunks == 0 {
         return Ok(());
     }
-    let first = slots::reserve(c, chunks as u64)?;
+    let first = slots::reserve(c, chunks as u64, buf.len())?;
     let len = buf.len();
     let span = |k: usize| k * SLOT_DATA..len.min((k + 1) * SLOT_DATA);
     // A receiver only writes its buffer, so from where the root's buffer
@@ -434,9 +435,9 @@ pub fn allgatherv(
     if chunks == 0 {
         return Ok(());
     }
-    let first = slots::reserve(c, chunks as u64)?;
-    let at = |j: usize, k: usize| cut.at(j, k);
     let total: usize = blocks.iter().map(|b| b.1).sum();
+    let first = slots::reserve(c, chunks as u64, total)?;
+    let at = |j: usize, k: usize| cut.at(j, k);
     // Also once the host's ranks' own blocks and results together no
     // longer fit the cache: every rank then writes its whole result to
     // memory anyway. Alternated 2-rank runs, medians, us, cached /
@@ -509,7 +510,7 @@ pub fn alltoall(
     if chunks == 0 {
         return Ok(());
     }
-    let first = slots::reserve(c, chunks as u64)?;
+    let first = slots::reserve(c, chunks as u64, n * len)?;
     // Where the piece for rank `to` lies in rank `from`'s slot.
     let pos = |from: usize, to: usize| (to + n - from - 1) % n * piece;
     let at = |j: usize, k: usize| {

@@ -39,9 +39,6 @@ pub struct SlotState {
     /// peer has finished the call before it, and the slot about to be
     /// rewritten is no longer read.
     pub read_all: bool,
-    /// The window index the next streamed call starts from at the earliest
-    /// (see `coll::slots::reserve`).
-    pub stream_next: u64,
 }
 
 impl SlotState {
@@ -52,7 +49,6 @@ impl SlotState {
             calls: base,
             safe: base,
             read_all: true,
-            stream_next: 0,
         }
     }
 }

@@ -28,7 +28,7 @@ pub const SLOT_DATA: usize = 64 * 1024;
 /// The cost is a larger cycle through slot memory for calls near the
 /// 64 KiB slot size: 4 ranks, 64 KiB, bcast 2.0 -> 2.5-3.1 us, gather
 /// 1.3 -> 1.8-2.1 (Open MPI at 32 KiB: 10.9 and 8.2). Streamed calls use
-/// only a window of 16 (`coll::slots::WINDOW`), and a slot's pages are
+/// only a window of 16 or 32 (`coll::slots::WINDOW`), and a slot's pages are
 /// only touched as far as calls fill them.
 pub const DEPTH: usize = 256;
 /// Where a contribution starts when it leads with a table its readers
