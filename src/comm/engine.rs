@@ -1066,7 +1066,7 @@ impl Engine {
             }
             let polling = alone && stretch.is_some_and(|s| now.duration_since(s) < ALONE_POLL);
             if idle <= spin.saturating_add(16) || polling {
-                self.hand_over(&seg, |_| std::thread::yield_now());
+                self.hand_over(&seg, std::thread::yield_now);
                 alone = now.elapsed() < YIELD_ALONE;
                 running_since = None;
             } else {
@@ -1080,7 +1080,7 @@ impl Engine {
                 let me = self.on_seg[self.me].unwrap_or(0);
                 let bell = seg.doorbell(me);
                 let Some(seen) = seg.prepare_sleep(me) else {
-                    self.hand_over(&seg, |_| std::thread::yield_now());
+                    self.hand_over(&seg, std::thread::yield_now);
                     continue;
                 };
                 if self.progress() || done(self) {
@@ -1088,7 +1088,7 @@ impl Engine {
                     idle = 0;
                     continue;
                 }
-                self.hand_over(&seg, |_| bell.sleep(seen, Duration::from_millis(20)));
+                self.hand_over(&seg, || bell.sleep(seen, Duration::from_millis(20)));
                 running_since = None;
             }
             if now.duration_since(*last) >= Duration::from_millis(50) {
@@ -1117,14 +1117,14 @@ impl Engine {
 
     /// Runs `leave` (a yield or a sleep) with this rank marked as not
     /// running, where waits look at it (`informed`).
-    fn hand_over(&mut self, seg: &Segment, leave: impl FnOnce(&Segment)) {
+    fn hand_over(&mut self, seg: &Segment, leave: impl FnOnce()) {
         if !self.informed {
-            leave(seg);
+            leave();
             return;
         }
         let me = self.on_seg[self.me].unwrap_or(0);
         seg.on_cpu(me).store(0, Ordering::Relaxed);
-        leave(seg);
+        leave();
         self.note_running();
     }
 

@@ -1,6 +1,6 @@
 //! The job's shared-memory segment: a header (attach count, pids, abort
-//! flag), one doorbell per rank, each rank's collective slot areas and one
-//! ring per ordered pair of ranks.
+//! flag), one doorbell and one "where it runs" word per rank, each rank's
+//! collective slot areas and one ring per ordered pair of ranks.
 //!
 //! Rank 0 creates `/dev/shm/ferrocoll-<job>` (mode 0600), the others open it;
 //! the last rank to map it unlinks it, so a crash leaves nothing behind.
