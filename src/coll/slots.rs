@@ -128,7 +128,8 @@ pub(super) const WINDOW: u64 = 16;
 const WIDE_WINDOW: u64 = 32;
 
 /// Largest collective (its whole vector or result, as every member
-/// counts it) that streams in `WIDE_WINDOW`.
+/// counts it; a 2-rank allreduce counts half, see `stream::allreduce`)
+/// that streams in `WIDE_WINDOW`.
 const WIDE_UP_TO: usize = 1 << 20;
 
 /// Call number of the `j`-th number in windows of `w` slots.
