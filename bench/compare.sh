@@ -8,8 +8,8 @@
 #        [--args "extra mpibench args"] [--settle SECS]
 # --settle: before each run, wait up to SECS (default 20; 0 = never) for the
 #        host to leave its slow state (a cache-line round trip over twice the
-#        best one seen), and run a run that ended in it once more; at most
-#        15 minutes of waiting in all.
+#        lower quartile of the probes so far), and run a run that ended in it
+#        once more; at most 15 minutes of waiting in all.
 # --tcp: every rank pair over loop-back TCP: ferrocoll with FERROCOLL_TRANSPORT=tcp
 #        against Open MPI with --mca btl tcp,self (MPICH is left out).
 # --veth: two "hosts" (network namespaces this script makes, joined by a veth
@@ -38,7 +38,7 @@ EXTRA=""
 SETTLE=20
 SETTLE_BUDGET=900
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -224,7 +224,7 @@ run_one() { # lib ranks round ops
   # the host to leave it first, and run once more one that ended in it.
   local line=- tries=0
   while :; do
-    [ -n "$FLOOR" ] && settle
+    settle
     # shellcheck disable=SC2086 # args and EXTRA are word lists on purpose
     echo "# command: ${cmd[*]} ${BIN[$lib]} $args $EXTRA -o $ops" >"$out.run"
     if [ -n "$FLOOR" ]; then probe; line=$LINE_NS; fi

@@ -15,13 +15,13 @@
 //! transfer (through the ring it took three: `head`, then the bytes, and
 //! `tail` on the way back). A post carries the ring position its write had
 //! (`stamp`): the consumer reads the ring up to that position, then the
-//! posts in their order, so the stream keeps the producer's order. Alternated 2-rank runs, medians, us,
-//! ring only / with posts (Open MPI): pingpong 8 B 0.299/0.167 (0.129),
-//! 64 B 0.402/0.176 (0.141), 128 B 0.271-0.459/0.178 (0.148); at 4 ranks
-//! 8 B 0.421/0.215, 128 B 0.793/0.235; collectives unchanged (they use
-//! the slots). Writes over several posts, one post / up to five: 256 B
-//! 0.615/0.206 (0.142), 512 B 0.300/0.255 (0.229), 1 KiB 0.367/0.270
-//! (0.246).
+//! posts in their order, so the stream keeps the producer's order.
+//! Alternated 2-rank runs, medians, us, ring only / with posts (Open MPI):
+//! pingpong 8 B 0.299/0.167 (0.129), 64 B 0.402/0.176 (0.141), 128 B
+//! 0.271-0.459/0.178 (0.148); at 4 ranks 8 B 0.421/0.215, 128 B
+//! 0.793/0.235; collectives unchanged (they use the slots). Writes over
+//! several posts, one post / up to five: 256 B 0.615/0.206 (0.142), 512 B
+//! 0.300/0.255 (0.229), 1 KiB 0.367/0.270 (0.246).
 
 use crate::copy::copy;
 use crossbeam::utils::CachePadded;
@@ -48,9 +48,10 @@ const POSTS_PER_WRITE: usize = 5;
 fn copy_joined(dst: &mut [u8], a: &[u8], b: &[u8], from: usize) {
     let n = dst.len();
     let in_a = a.len().saturating_sub(from).min(n);
-    dst[..in_a].copy_from_slice(&a[from.min(a.len())..][..in_a]);
-    let at_b = (from + in_a) - a.len().min(from + in_a);
-    dst[in_a..].copy_from_slice(&b[at_b..at_b + n - in_a]);
+    let (to_a, to_b) = dst.split_at_mut(in_a);
+    to_a.copy_from_slice(&a[from.min(a.len())..][..in_a]);
+    let at_b = (from + in_a).saturating_sub(a.len());
+    to_b.copy_from_slice(&b[at_b..at_b + to_b.len()]);
 }
 
 /// A small write, or one part of it: written by the producer while the
@@ -101,9 +102,10 @@ pub struct Ring {
     seen: Cell<u64>,
     /// Producer: posts ever written; consumer: posts ever emptied.
     posts: Cell<u64>,
-    /// Producer: `freed` as last loaded; consumer: bytes of the current
-    /// post already read.
-    post_mark: Cell<u64>,
+    /// Producer: `freed` as last loaded.
+    freed_seen: Cell<u64>,
+    /// Consumer: bytes of the current post already read.
+    post_read: Cell<usize>,
 }
 
 // SAFETY: the ring only touches shared memory through atomics and through
@@ -140,7 +142,8 @@ impl Ring {
             seen: Cell::new(0),
             // Every post written so far was read: the next is `freed`.
             posts: Cell::new(freed),
-            post_mark: Cell::new(0),
+            freed_seen: Cell::new(freed),
+            post_read: Cell::new(0),
         }
     }
 
@@ -168,11 +171,7 @@ impl Ring {
         let stamp = post.stamp.load(Ordering::Relaxed);
         if stamp == tail {
             let len = (word & 0xffff) as usize;
-            return Next::Post(
-                post.bytes.get() as *const u8,
-                len,
-                self.post_mark.get() as usize,
-            );
+            return Next::Post(post.bytes.get() as *const u8, len, self.post_read.get());
         }
         // The ring bytes before the post were published before it.
         if self.seen.get() < stamp {
@@ -215,9 +214,9 @@ impl Ring {
             return false;
         }
         let (c, k) = (self.ctrl(), self.posts.get());
-        if k + m - self.post_mark.get() > POSTS as u64 {
-            self.post_mark.set(c.freed.load(Ordering::Acquire));
-            if k + m - self.post_mark.get() > POSTS as u64 {
+        if k + m - self.freed_seen.get() > POSTS as u64 {
+            self.freed_seen.set(c.freed.load(Ordering::Acquire));
+            if k + m - self.freed_seen.get() > POSTS as u64 {
                 return false;
             }
         }
@@ -313,11 +312,11 @@ impl Ring {
                     // not touch them until `freed` passes this round.
                     f(unsafe { std::slice::from_raw_parts(bytes.add(at), n) });
                     if at + n == len {
-                        self.post_mark.set(0);
+                        self.post_read.set(0);
                         self.posts.set(self.posts.get() + 1);
                         self.ctrl().freed.store(self.posts.get(), Ordering::Release);
                     } else {
-                        self.post_mark.set((at + n) as u64);
+                        self.post_read.set(at + n);
                     }
                     n
                 }
