@@ -195,6 +195,8 @@ pub struct Engine {
     /// for one peer looks where that peer runs before it hands the core
     /// over (`Segment::on_cpu`).
     informed: bool,
+    /// Ranks outnumber this machine's cores (`set_machine_ranks`).
+    crowded: bool,
     /// 1 + the CPU this rank last found itself on (`current_cpu`).
     cpu: u32,
     /// Set after a fatal failure: pending work was dropped, the links are in
@@ -358,13 +360,14 @@ impl Engine {
         // `spin`: 4-rank pingpong 8 B took 0.26 us at 16 and 0.34-0.39 at 6.
         self.slot_spin = if crowded { self.spin.min(6) } else { self.spin };
         self.informed = crowded && self.tcp.is_none() && self.seg.is_some();
+        self.crowded = crowded;
         self.note_running();
     }
 
-    /// Whether ranks outnumber this machine's cores on a shared segment
-    /// (as `set_machine_ranks` found).
+    /// Whether ranks outnumber this machine's cores (as
+    /// `set_machine_ranks` found).
     pub fn crowded(&self) -> bool {
-        self.informed
+        self.crowded
     }
 
     /// Whether collectives may use the shared segment's slots: every link
@@ -412,6 +415,7 @@ impl Engine {
             spin,
             slot_spin: spin,
             informed: false,
+            crowded: false,
             cpu: 0,
             broken: None,
             next_ctx_id: 2,
@@ -1385,7 +1389,11 @@ impl Engine {
     /// copied twice): a 2-rank stream of blocking sends and receives ran at
     /// 4 GB/s from 8 to 48 KiB per message, us per message before/after
     /// (Open MPI): 8 KiB 2.06/0.62 (2.55), 16 KiB 4.06/1.20 (3.29), 32 KiB
-    /// 8.15/2.34 (4.29), 48 KiB 12.5/3.47 (5.37).
+    /// 8.15/2.34 (4.29), 48 KiB 12.5/3.47 (5.37). Where ranks outnumber
+    /// cores it drains on as before: a sender that finds its ring full
+    /// must hand its core over, which costs more than the second copy
+    /// (4 ranks on 2 cores, three senders to one receiver, us per round,
+    /// drain on / stop: 16 KiB 12.3 / 22.2, 32 KiB 18.4 / 38.8).
     fn drain(&mut self, src: usize) -> bool {
         let mut read = 0;
         // Bounded, so that a peer sending as fast as this rank reads cannot
@@ -1465,7 +1473,11 @@ impl Engine {
                     }
                     read += n;
                     *off = o + n;
-                    if o + n == len && self.finish_message(src) && !self.awaits_from(src) {
+                    if o + n == len
+                        && self.finish_message(src)
+                        && !self.crowded
+                        && !self.awaits_from(src)
+                    {
                         break;
                     }
                 }
