@@ -1945,38 +1945,33 @@ mod tests {
         };
         sender.join().unwrap();
         let mut e = Engine::over_shm(0, seg);
-        let m = |tag| Match {
-            source: Some(1),
-            ctx: 7,
-            tag: Some(tag),
-        };
-        let mut got = vec![0u8; LEN];
-        for tag in 0..4 {
+        // Receives the message of `tag` from rank 1 and returns its bytes.
+        let recv = |e: &mut Engine, tag: i32| {
+            let mut got = vec![0u8; LEN];
+            let m = Match {
+                source: Some(1),
+                ctx: 7,
+                tag: Some(tag),
+            };
             // SAFETY: `got` outlives the wait.
             let id = e
-                .irecv(m(tag), unsafe { RawBuf::new(got.as_mut_ptr(), LEN) })
+                .irecv(m, unsafe { RawBuf::new(got.as_mut_ptr(), LEN) })
                 .unwrap();
             e.wait(id, "recv").unwrap();
-            assert!(got == msg(tag as usize), "message {tag}");
+            got
+        };
+        for tag in 0..4 {
+            assert!(recv(&mut e, tag) == msg(tag as usize), "message {tag}");
             assert!(
                 e.unexpected.is_empty(),
                 "message {tag} left others buffered"
             );
         }
         // Tag 99 lies behind tags 4..8: reaching it buffers those.
-        let id = e
-            .irecv(m(99), unsafe { RawBuf::new(got.as_mut_ptr(), LEN) })
-            .unwrap();
-        e.wait(id, "recv").unwrap();
-        assert!(got == msg(8));
+        assert!(recv(&mut e, 99) == msg(8));
         assert_eq!(e.unexpected.len(), 4);
         for tag in 4..8 {
-            // SAFETY: `got` outlives the wait.
-            let id = e
-                .irecv(m(tag), unsafe { RawBuf::new(got.as_mut_ptr(), LEN) })
-                .unwrap();
-            e.wait(id, "recv").unwrap();
-            assert!(got == msg(tag as usize), "message {tag}");
+            assert!(recv(&mut e, tag) == msg(tag as usize), "message {tag}");
         }
         assert!(e.unexpected.is_empty());
     }
