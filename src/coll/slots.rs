@@ -314,16 +314,20 @@ const PACED_LEAD: u64 = 4;
 /// Part bytes from which a gather's writer is paced (`PACED_LEAD`).
 const PACED_FROM: usize = 16 * 1024;
 
-/// `publish_quiet` for a writer that may run at most `lead` calls ahead
-/// of its readers.
+/// `publish_quiet` (`Place::Near`) for a gather's writer, paced as
+/// `PACED_LEAD` says.
 fn publish_paced(
     c: &mut Ctx,
     call: &Call,
     len: usize,
-    lead: u64,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    write(c, call, len, false, false, 2, lead, fill)
+    let lead = if len >= PACED_FROM && c.eng.crowded() {
+        PACED_LEAD
+    } else {
+        DEPTH as u64
+    };
+    write(c, call, len, false, Place::Near.far(len), 2, lead, fill)
 }
 
 /// Fills this rank's slot for `call` and raises its flag, then takes the
@@ -816,12 +820,7 @@ fn gather_blocks(
             publish(c, &call, 0, true, Place::Near, |_| Ok(()))?;
             c.send(0, root, s)?;
         } else {
-            let lead = if 8 + s.len() >= PACED_FROM && c.eng.crowded() {
-                PACED_LEAD
-            } else {
-                DEPTH as u64
-            };
-            publish_paced(c, &call, 8 + s.len(), lead, |d| {
+            publish_paced(c, &call, 8 + s.len(), |d| {
                 put_u64(d, 0, s.len());
                 copy(&mut d[8..], s);
                 Ok(())
