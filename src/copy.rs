@@ -83,11 +83,13 @@ pub fn p2p_uncached_from() -> usize {
     llc_bytes() / 2
 }
 
-/// From this many bytes a streamed collective stores its result uncached.
-/// Its chunks pass through the cache one at a time, so the cached store's
-/// extra read costs less than for a message: on the machine above cached
-/// stores won at every size up to 64 MiB (2 ranks, 16 MiB reduce 0.82 ms
-/// against 1.31; 64 MiB allreduce 10.2 ms against 10.7), hence 4x the cache.
+/// From this many bytes a streamed collective stores its result uncached
+/// whatever its other buffers. Its chunks pass through the cache one at a
+/// time, so the cached store's extra read costs less than for a message:
+/// on the machine above allreduce's cached stores won at every size up to
+/// 64 MiB (64 MiB 10.2 ms against 10.7; again at 16 and 32 MiB later),
+/// hence 4x the cache. Collectives whose buffers together outgrow the
+/// cache switch earlier, each by its own measured rule (`coll::stream`).
 pub fn coll_uncached_from() -> usize {
     4 * llc_bytes()
 }

@@ -12,7 +12,8 @@ use ferrocoll::coll::{self, Ctx};
 /// the cache size set to 2 MiB that happens from 1 MiB (messages) and
 /// 8 MiB (streamed results). A posted receive
 /// into a misaligned buffer keeps every byte and touches nothing around
-/// it, and streamed allreduce of that size (in place too) is exact.
+/// it, and streamed allreduce and reduce of that size (in place too) are
+/// exact.
 #[test]
 fn uncached_sizes_keep_every_byte() {
     use ferrocoll::comm::buffer::RawBuf;
@@ -61,6 +62,24 @@ fn uncached_sizes_keep_every_byte() {
             let mut inplace = data(r, count);
             coll::allreduce::allreduce(ctx, None, &mut inplace, &SUM).unwrap();
             assert!(inplace == want, "in-place allreduce n={n} rank {r}");
+            // Reduce stores its result uncached once the inputs and the
+            // result outgrow the cache; the root's buffer starts 5 bytes
+            // into a line and nothing around it is touched.
+            let root = n - 1;
+            let mut got = vec![0x5Au8; len + 8];
+            let out = (r == root).then(|| &mut got[5..5 + len]);
+            coll::reduce::reduce(ctx, Some(&data(r, count)), out, root, &SUM).unwrap();
+            if r == root {
+                assert!(got[5..5 + len] == want[..], "reduce n={n}");
+                assert!(got[..5].iter().chain(&got[5 + len..]).all(|&b| b == 0x5A));
+            }
+            let mut inplace = data(r, count);
+            let out = (r == root).then_some(&mut inplace[..]);
+            let send = (r != root).then(|| data(r, count));
+            coll::reduce::reduce(ctx, send.as_deref(), out, root, &SUM).unwrap();
+            if r == root {
+                assert!(inplace == want, "in-place reduce n={n}");
+            }
         });
     }
 }
