@@ -3,15 +3,18 @@
 //! uses SSE2, which leaves half of each vector register unused; the code is
 //! the same generic loop, only the instruction set differs. Only kernels the
 //! AVX2 build made faster are listed (criterion, 256 KiB in cache, on this
-//! AMD EPYC): sums 18-26 -> 30-35 GiB/s, i32 max/min 17 -> 35; the
-//! half-precision ones are written with intrinsics: f16 through the F16C
-//! converters 0.9 -> 19-20 GiB/s, bf16 with integer shifts 3-4 -> 7-9 GiB/s.
-//! Float max/min and 64-bit integer max/min got slower there
-//! (float max 25 -> 4.5 GiB/s) and stay on the baseline build.
+//! AMD EPYC): sums 18-26 -> 30-35 GiB/s, i32 max/min 17 -> 35. Written with
+//! intrinsics: float and 64-bit integer max/min (`lanes`; the generic loop
+//! compiled badly for them: f32 max 25 -> 4.5 GiB/s, so they had stayed on
+//! the baseline at 33-40 and 11-15 GiB/s, now 43-50 against memcpy's 49),
+//! f16 through the F16C converters (0.9 -> 19-23 GiB/s, bound by the
+//! converters: two steps per loop gained nothing) and bf16 with integer
+//! shifts (3-4 -> 7-9 GiB/s eight per step, 12-13 sixteen per step; about
+//! 30 instructions per 32 bytes, most of them the rounding).
 
 use super::{float, half, int, KernelFn, Op};
 use crate::dtype::ElemType;
-use std::arch::x86_64::{__m128i, __m256, _mm_loadu_si128, _mm_storeu_si128};
+use std::arch::x86_64::{__m256, __m256i, _mm256_loadu_si256, _mm256_storeu_si256};
 
 macro_rules! wide {
     ($($name:ident = $scalar:expr;)*) => {
@@ -47,6 +50,95 @@ wide! {
     u64_sum = int::sum::<u64>;
 }
 
+/// `dst = op(src, dst)` on 32-byte vectors, two per step; the tail goes
+/// through `scalar`, the baseline kernel.
+///
+/// # Safety
+/// Call only from a function compiled for AVX2 (this one is inlined there),
+/// on a CPU that has it.
+#[inline(always)]
+unsafe fn by_vectors(
+    s: &[u8],
+    d: &mut [u8],
+    op: impl Fn(__m256i, __m256i) -> __m256i,
+    scalar: fn(&[u8], &mut [u8]),
+) {
+    let whole = s.len().min(d.len()) / 64 * 64;
+    for i in (0..whole).step_by(64) {
+        // SAFETY: i + 64 <= whole <= both lengths; unaligned loads and
+        // stores of 2 x 32 bytes inside the slices.
+        unsafe {
+            let sp = s.as_ptr().add(i) as *const __m256i;
+            let dp = d.as_mut_ptr().add(i) as *mut __m256i;
+            let (s0, s1) = (_mm256_loadu_si256(sp), _mm256_loadu_si256(sp.add(1)));
+            let (d0, d1) = (_mm256_loadu_si256(dp), _mm256_loadu_si256(dp.add(1)));
+            _mm256_storeu_si256(dp, op(s0, d0));
+            _mm256_storeu_si256(dp.add(1), op(s1, d1));
+        }
+    }
+    scalar(&s[whole..], &mut d[whole..]);
+}
+
+/// Max and min written with intrinsics where the compiler's build of the
+/// generic loop was slow: floats (the NaN-aware comparison did not map onto
+/// maxps: f32 max 25 -> 4.5 GiB/s) and 64-bit integers (AVX2 has no 64-bit
+/// max; the generic loop stayed scalar, 11-15 GiB/s). MPICH's `d > s ? d :
+/// s` is exactly maxps(d, s), NaN and signed zeros included; likewise min.
+/// 64-bit integers compare with `pcmpgtq` and blend; unsigned ones first
+/// flip their sign bits so the signed comparison orders them.
+mod lanes {
+    use super::{by_vectors, float, int};
+    use std::arch::x86_64::*;
+
+    macro_rules! lane_ops {
+        ($($name:ident = $scalar:expr, |$s:ident, $d:ident| $body:expr;)*) => {
+            $(
+                pub(in super::super) fn $name(s: &[u8], d: &mut [u8]) {
+                    /// # Safety
+                    /// The CPU must support AVX2.
+                    #[target_feature(enable = "avx2")]
+                    unsafe fn avx2(s: &[u8], d: &mut [u8]) {
+                        // SAFETY: compiled for AVX2, which `by_vectors` needs.
+                        unsafe { by_vectors(s, d, |$s, $d| $body, $scalar) }
+                    }
+                    // SAFETY: `kernel` hands this function out only after
+                    // detecting AVX2 on this CPU at run time.
+                    unsafe { avx2(s, d) }
+                }
+            )*
+        };
+    }
+
+    /// Each 64-bit lane of `d` where `keep_d` is all ones, else of `s`.
+    #[inline(always)]
+    unsafe fn pick64(keep_d: __m256i, s: __m256i, d: __m256i) -> __m256i {
+        // SAFETY: inlined into AVX2-compiled kernels only.
+        unsafe { _mm256_blendv_epi8(s, d, keep_d) }
+    }
+
+    /// Unsigned order as signed order: the sign bit of each lane flipped.
+    #[inline(always)]
+    unsafe fn flip(v: __m256i) -> __m256i {
+        // SAFETY: inlined into AVX2-compiled kernels only.
+        unsafe { _mm256_xor_si256(v, _mm256_set1_epi64x(i64::MIN)) }
+    }
+
+    lane_ops! {
+        f32_max = float::max::<f32>, |s, d| _mm256_castps_si256(
+            _mm256_max_ps(_mm256_castsi256_ps(d), _mm256_castsi256_ps(s)));
+        f32_min = float::min::<f32>, |s, d| _mm256_castps_si256(
+            _mm256_min_ps(_mm256_castsi256_ps(d), _mm256_castsi256_ps(s)));
+        f64_max = float::max::<f64>, |s, d| _mm256_castpd_si256(
+            _mm256_max_pd(_mm256_castsi256_pd(d), _mm256_castsi256_pd(s)));
+        f64_min = float::min::<f64>, |s, d| _mm256_castpd_si256(
+            _mm256_min_pd(_mm256_castsi256_pd(d), _mm256_castsi256_pd(s)));
+        i64_max = int::max::<i64>, |s, d| pick64(_mm256_cmpgt_epi64(d, s), s, d);
+        i64_min = int::min::<i64>, |s, d| pick64(_mm256_cmpgt_epi64(s, d), s, d);
+        u64_max = int::max::<u64>, |s, d| pick64(_mm256_cmpgt_epi64(flip(d), flip(s)), s, d);
+        u64_min = int::min::<u64>, |s, d| pick64(_mm256_cmpgt_epi64(flip(s), flip(d)), s, d);
+    }
+}
+
 /// The AVX2 build of (op, ty), if there is one and this CPU runs it.
 pub(super) fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
     if !std::arch::is_x86_feature_detected!("avx2")
@@ -57,31 +149,33 @@ pub(super) fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
     table(op, ty)
 }
 
-/// `dst = op(src, dst)` for 16-bit floats, eight per step: `widen` and
-/// `narrow` convert between eight elements and eight f32 lanes; the rest
-/// goes through `scalar`, the baseline kernel.
+/// `dst = op(src, dst)` for 16-bit floats, sixteen per step: `widen`
+/// turns 32 bytes into two vectors of eight f32 lanes and `narrow` turns
+/// two back (in whatever lane order, as long as `narrow` undoes `widen`);
+/// the rest goes through `scalar`, the baseline kernel.
 ///
 /// # Safety
 /// Call only from a function compiled for AVX2 (this one is inlined there),
 /// on a CPU that has it.
 #[inline(always)]
-unsafe fn by_eights(
+unsafe fn by_sixteens(
     s: &[u8],
     d: &mut [u8],
-    widen: impl Fn(__m128i) -> __m256,
-    narrow: impl Fn(__m256) -> __m128i,
+    widen: impl Fn(__m256i) -> (__m256, __m256),
+    narrow: impl Fn(__m256, __m256) -> __m256i,
     op: impl Fn(__m256, __m256) -> __m256,
     scalar: fn(&[u8], &mut [u8]),
 ) {
-    let whole = s.len().min(d.len()) / 16 * 16;
-    for i in (0..whole).step_by(16) {
-        // SAFETY: i + 16 <= whole <= both lengths; unaligned loads and
-        // stores of 16 bytes inside the slices.
+    let whole = s.len().min(d.len()) / 32 * 32;
+    for i in (0..whole).step_by(32) {
+        // SAFETY: i + 32 <= whole <= both lengths; unaligned loads and
+        // stores of 32 bytes inside the slices.
         unsafe {
-            let sp = s.as_ptr().add(i) as *const __m128i;
-            let dp = d.as_mut_ptr().add(i) as *mut __m128i;
-            let r = op(widen(_mm_loadu_si128(sp)), widen(_mm_loadu_si128(dp)));
-            _mm_storeu_si128(dp, narrow(r));
+            let sp = s.as_ptr().add(i) as *const __m256i;
+            let dp = d.as_mut_ptr().add(i) as *mut __m256i;
+            let ((s0, s1), (d0, d1)) =
+                (widen(_mm256_loadu_si256(sp)), widen(_mm256_loadu_si256(dp)));
+            _mm256_storeu_si256(dp, narrow(op(s0, d0), op(s1, d1)));
         }
     }
     scalar(&s[whole..], &mut d[whole..]);
@@ -109,7 +203,7 @@ macro_rules! half_ops {
 /// rounded back to nearest-even, exactly what the baseline kernel computes
 /// one element at a time.
 mod f16c {
-    use super::{by_eights, half};
+    use super::{by_sixteens, half};
     use std::arch::x86_64::*;
 
     /// # Safety
@@ -121,10 +215,19 @@ mod f16c {
         op: impl Fn(__m256, __m256) -> __m256,
         scalar: fn(&[u8], &mut [u8]),
     ) {
-        let widen = |v: __m128i| _mm256_cvtph_ps(v);
-        let narrow = |r: __m256| _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r);
-        // SAFETY: this function is compiled for AVX2, which `by_eights` needs.
-        unsafe { by_eights(s, d, widen, narrow, op, scalar) }
+        let widen = |v: __m256i| {
+            (
+                _mm256_cvtph_ps(_mm256_castsi256_si128(v)),
+                _mm256_cvtph_ps(_mm256_extracti128_si256::<1>(v)),
+            )
+        };
+        let narrow = |a: __m256, b: __m256| {
+            let lo = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(a);
+            let hi = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(b);
+            _mm256_set_m128i(hi, lo)
+        };
+        // SAFETY: this function is compiled for AVX2, which `by_sixteens` needs.
+        unsafe { by_sixteens(s, d, widen, narrow, op, scalar) }
     }
 
     half_ops!(f16k);
@@ -134,7 +237,7 @@ mod f16c {
 /// rounds to nearest-even by adding 0x7fff plus the kept lowest bit, and a
 /// NaN keeps its top bits with the quiet bit set, as the baseline kernel.
 mod bf16v {
-    use super::{by_eights, half};
+    use super::{by_sixteens, half};
     use std::arch::x86_64::*;
 
     /// # Safety
@@ -146,22 +249,30 @@ mod bf16v {
         op: impl Fn(__m256, __m256) -> __m256,
         scalar: fn(&[u8], &mut [u8]),
     ) {
-        let widen =
-            |v: __m128i| _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(v)));
-        let narrow = |r: __m256| {
+        // Interleaving with zeros puts each element in the top half of a
+        // 32-bit lane, in an order within each 128-bit half that
+        // `packus_epi32` restores.
+        let widen = |v: __m256i| {
+            let z = _mm256_setzero_si256();
+            (
+                _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, v)),
+                _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, v)),
+            )
+        };
+        // Rounded (or NaN) bits in the low 16 of each 32-bit lane.
+        let round = |r: __m256| {
             let b = _mm256_castps_si256(r);
-            let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(b), _mm256_set1_epi32(1));
+            let top = _mm256_srli_epi32::<16>(b);
+            let lsb = _mm256_and_si256(top, _mm256_set1_epi32(1));
             let bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb);
             let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(b, bias));
-            let nan = _mm256_or_si256(_mm256_srli_epi32::<16>(b), _mm256_set1_epi32(0x40));
             let is_nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(r, r));
-            let h = _mm256_blendv_epi8(rounded, nan, is_nan);
-            // 32 -> 16 bits (values fit), then the two lanes' halves together.
-            let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(h, h));
-            _mm256_castsi256_si128(packed)
+            let nan = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
+            _mm256_blendv_epi8(rounded, nan, is_nan)
         };
-        // SAFETY: this function is compiled for AVX2, which `by_eights` needs.
-        unsafe { by_eights(s, d, widen, narrow, op, scalar) }
+        let narrow = |a: __m256, b: __m256| _mm256_packus_epi32(round(a), round(b));
+        // SAFETY: this function is compiled for AVX2, which `by_sixteens` needs.
+        unsafe { by_sixteens(s, d, widen, narrow, op, scalar) }
     }
 
     half_ops!(bf16k);
@@ -170,6 +281,14 @@ mod bf16v {
 fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
     use ElemType as T;
     Some(match (ty, op) {
+        (T::F32, Op::Max) => lanes::f32_max,
+        (T::F32, Op::Min) => lanes::f32_min,
+        (T::F64, Op::Max) => lanes::f64_max,
+        (T::F64, Op::Min) => lanes::f64_min,
+        (T::I64, Op::Max) => lanes::i64_max,
+        (T::I64, Op::Min) => lanes::i64_min,
+        (T::U64, Op::Max) => lanes::u64_max,
+        (T::U64, Op::Min) => lanes::u64_min,
         (T::F32, Op::Sum) => f32_sum,
         (T::F32, Op::Prod) => f32_prod,
         (T::F64, Op::Sum) => f64_sum,
@@ -270,6 +389,6 @@ mod tests {
                 tried += 1;
             }
         }
-        assert_eq!(tried, if f16c { 21 } else { 17 });
+        assert_eq!(tried, if f16c { 29 } else { 25 });
     }
 }
