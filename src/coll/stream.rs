@@ -104,6 +104,28 @@ fn wait_peers(c: &mut Ctx, call: &Call) -> Result<()> {
     Ok(())
 }
 
+/// Runs the chunks of a one-call-per-chunk collective: `put` publishes
+/// chunk k (`AHEAD_ONE` chunks before it is needed), then `each` handles
+/// it; both get the receive buffer.
+fn run_ahead(
+    c: &mut Ctx,
+    chunks: usize,
+    recv: &mut [u8],
+    put: impl Fn(&mut Ctx, usize, &mut [u8]) -> Result<()>,
+    mut each: impl FnMut(&mut Ctx, usize, &mut [u8]) -> Result<()>,
+) -> Result<()> {
+    for k in 0..AHEAD_ONE.min(chunks) {
+        put(c, k, recv)?;
+    }
+    for k in 0..chunks {
+        if k + AHEAD_ONE < chunks {
+            put(c, k + AHEAD_ONE, recv)?;
+        }
+        each(c, k, recv)?;
+    }
+    Ok(())
+}
+
 /// Allreduce of `send` (or, in place, `recv`) into `recv`: per chunk, every
 /// rank publishes its input (call 2k), folds block `rank` of the chunk over
 /// all ranks into its next slot (call 2k+1), and copies the other ranks'
@@ -232,7 +254,7 @@ fn allreduce_whole(
     let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
     // Publishes chunk `k` of the input (`recv` in place: the chunks past
     // the one being folded still hold it).
-    let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
+    let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| {
         let input = &send.unwrap_or(recv)[span(k)];
         publish(
             c,
@@ -246,13 +268,7 @@ fn allreduce_whole(
             },
         )
     };
-    for k in 0..AHEAD_ONE.min(chunks) {
-        put(c, k, recv)?;
-    }
-    for k in 0..chunks {
-        if k + AHEAD_ONE < chunks {
-            put(c, k + AHEAD_ONE, recv)?;
-        }
+    run_ahead(c, chunks, recv, put, |c, k, recv| {
         let call = first.nth(k as u64);
         wait_peers(c, &call)?;
         let l = span(k).len();
@@ -264,8 +280,8 @@ fn allreduce_whole(
             .collect();
         fold_ordered(&parts, &mut recv[span(k)], red);
         mark_done(c, &call, true);
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Reduce of `send` (or, on the root in place, `out`) into `out` on the
@@ -394,7 +410,7 @@ pub fn reduce_scatter(
     let total: usize = blocks.iter().map(|b| b.1).sum();
     let first = slots::reserve(c, chunks as u64, total)?;
     let at = |j: usize, k: usize| cut.at(j, k);
-    let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
+    let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| {
         let input = send.unwrap_or(recv);
         publish(
             c,
@@ -414,13 +430,7 @@ pub fn reduce_scatter(
     };
     let uncached = blocks[me].1 >= coll_uncached_from();
     let mut acc = c.scratch(piece);
-    for k in 0..AHEAD_ONE.min(chunks) {
-        put(c, k, recv)?;
-    }
-    for k in 0..chunks {
-        if k + AHEAD_ONE < chunks {
-            put(c, k + AHEAD_ONE, recv)?;
-        }
+    let done = run_ahead(c, chunks, recv, put, |c, k, recv| {
         let call = first.nth(k as u64);
         wait_peers(c, &call)?;
         let (mo, l) = at(me, k);
@@ -441,9 +451,10 @@ pub fn reduce_scatter(
         let o = (k * piece).min(blocks[me].1);
         put_out(&mut recv[o..o + l], &acc[..l], uncached);
         mark_done(c, &call, true);
-    }
+        Ok(())
+    });
     c.give_back(acc);
-    Ok(())
+    done
 }
 
 /// Broadcast of the root's `buf` in slot-sized chunks: the root writes
@@ -543,13 +554,7 @@ pub fn allgatherv(
         }
         Ok(())
     };
-    for k in 0..AHEAD_ONE.min(chunks) {
-        put(c, k, recv)?;
-    }
-    for k in 0..chunks {
-        if k + AHEAD_ONE < chunks {
-            put(c, k + AHEAD_ONE, recv)?;
-        }
+    run_ahead(c, chunks, recv, put, |c, k, recv| {
         let call = first.nth(k as u64);
         for p in (0..n).filter(|&p| p != me) {
             let (o, l) = at(p, k);
@@ -561,8 +566,8 @@ pub fn allgatherv(
             );
         }
         mark_done(c, &call, true);
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// All-to-all with every block `blocks[j].1` bytes long, the same length
@@ -602,7 +607,7 @@ pub fn alltoall(
         let start = (k * piece).min(len);
         (blocks[j].0 + start, piece.min(len - start))
     };
-    let put = |c: &mut Ctx, k: usize| {
+    let put = |c: &mut Ctx, k: usize, _: &mut [u8]| {
         publish(
             c,
             &first.nth(k as u64),
@@ -625,13 +630,7 @@ pub fn alltoall(
     // 686-705 and 863 / 730, 16 MiB 2526 / 1543-1626 and 2536 / 1642 (Open
     // MPI 791, 2217); uncached at 4 MiB (16 MiB of buffers) 186 / 334.
     let uncached = len >= p2p_uncached_from() || n * 2 * (n * len) >= llc_bytes();
-    for k in 0..AHEAD_ONE.min(chunks) {
-        put(c, k)?;
-    }
-    for k in 0..chunks {
-        if k + AHEAD_ONE < chunks {
-            put(c, k + AHEAD_ONE)?;
-        }
+    run_ahead(c, chunks, recv, put, |c, k, recv| {
         let (o, l) = at(me, k);
         put_out(&mut recv[o..o + l], &send[o..o + l], uncached);
         let call = first.nth(k as u64);
@@ -645,6 +644,6 @@ pub fn alltoall(
             );
         }
         mark_done(c, &call, true);
-    }
-    Ok(())
+        Ok(())
+    })
 }
