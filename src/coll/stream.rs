@@ -330,13 +330,14 @@ pub fn reduce(
     }
     // Fold straight into `out`, or (in rank order, or to store the result
     // uncached) into a chunk of scratch that stays in cache. Uncached also
-    // once every rank's input and the result no longer fit the cache
-    // together: nobody reads the result in this call. Alternated runs,
-    // medians, us, cached / uncached (Open MPI): 2 ranks 16 MiB 3785 / 2333
+    // once every rank's input and the result fill three quarters of the
+    // cache together: nobody reads the result in this call. Alternated
+    // runs, medians, us, cached / uncached (Open MPI): 2 ranks 8 MiB (24 MiB
+    // of buffers) 1061 / 859 (1812) and 917 / 743, 16 MiB 3785 / 2333
     // (4812), 32 MiB 7683 / 4591 (9473), in another set 3751 / 2734 and
     // 7999 / 5453; 4 ranks 8 MiB 2394 / 2413, 16 MiB 5572 / 3774, 32 MiB
     // 11823 / 8157 (33927). Reduce-scatter gained less than the noise.
-    let uncached = len >= coll_uncached_from() || (n + 1) * len >= llc_bytes();
+    let uncached = len >= coll_uncached_from() || 4 * (n + 1) * len >= 3 * llc_bytes();
     let mut acc = (!red.commutative || uncached).then(|| c.scratch(chunk));
     for k in 0..chunks {
         let call = first.nth(k as u64);
