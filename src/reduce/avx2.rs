@@ -16,21 +16,27 @@ use super::{float, half, int, KernelFn, Op};
 use crate::dtype::ElemType;
 use std::arch::x86_64::{__m256, __m256i, _mm256_loadu_si256, _mm256_storeu_si256};
 
+/// `$name`, a kernel whose body (over `$s`, `$d`) is compiled for AVX2.
+macro_rules! avx2_fn {
+    ($vis:vis $name:ident, |$s:ident, $d:ident| $body:expr) => {
+        $vis fn $name(s: &[u8], d: &mut [u8]) {
+            /// # Safety
+            /// The CPU must support AVX2 (unsafe only for that reason).
+            #[target_feature(enable = "avx2")]
+            unsafe fn avx2($s: &[u8], $d: &mut [u8]) {
+                $body
+            }
+            // SAFETY: `kernel` hands this function out only after
+            // detecting AVX2 on this CPU at run time.
+            unsafe { avx2(s, d) }
+        }
+    };
+}
+
+/// The generic loop of each baseline kernel, built again for AVX2.
 macro_rules! wide {
     ($($name:ident = $scalar:expr;)*) => {
-        $(
-            fn $name(s: &[u8], d: &mut [u8]) {
-                /// # Safety
-                /// The CPU must support AVX2 (unsafe only for that reason).
-                #[target_feature(enable = "avx2")]
-                unsafe fn avx2(s: &[u8], d: &mut [u8]) {
-                    $scalar(s, d)
-                }
-                // SAFETY: `kernel` hands this function out only after
-                // detecting AVX2 on this CPU at run time.
-                unsafe { avx2(s, d) }
-            }
-        )*
+        $( avx2_fn!($name, |s, d| $scalar(s, d)); )*
     };
 }
 
@@ -93,18 +99,10 @@ mod lanes {
     macro_rules! lane_ops {
         ($($name:ident = $scalar:expr, |$s:ident, $d:ident| $body:expr;)*) => {
             $(
-                pub(in super::super) fn $name(s: &[u8], d: &mut [u8]) {
-                    /// # Safety
-                    /// The CPU must support AVX2.
-                    #[target_feature(enable = "avx2")]
-                    unsafe fn avx2(s: &[u8], d: &mut [u8]) {
-                        // SAFETY: compiled for AVX2, which `by_vectors` needs.
-                        unsafe { by_vectors(s, d, |$s, $d| $body, $scalar) }
-                    }
-                    // SAFETY: `kernel` hands this function out only after
-                    // detecting AVX2 on this CPU at run time.
-                    unsafe { avx2(s, d) }
-                }
+                avx2_fn!(pub(in super::super) $name, |s, d| {
+                    // SAFETY: compiled for AVX2, which `by_vectors` needs.
+                    unsafe { by_vectors(s, d, |$s, $d| $body, $scalar) }
+                });
             )*
         };
     }
