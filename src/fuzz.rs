@@ -83,7 +83,7 @@ pub fn tcp_stream(data: &[u8]) {
     for _ in 0..nrecv {
         let size = [0usize, 1, 16, 4096, 100_000][byte(&mut data) as usize % 5];
         let tag = (byte(&mut data) % 4) as i32;
-        let any = byte(&mut data) % 2 == 0;
+        let any = byte(&mut data).is_multiple_of(2);
         specs.push((size, tag, any));
     }
     // Buffers outlive the engine that holds pointers into them.
@@ -120,7 +120,7 @@ pub fn tcp_stream(data: &[u8]) {
             idle = 0;
         } else {
             idle += 1;
-            if idle % 64 == 0 && !eng.fuzz_idle() {
+            if idle.is_multiple_of(64) && !eng.fuzz_idle() {
                 std::thread::sleep(Duration::from_micros(50));
             }
         }

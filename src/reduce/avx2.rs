@@ -8,9 +8,11 @@
 //! compiled badly for them: f32 max 25 -> 4.5 GiB/s, so they had stayed on
 //! the baseline at 33-40 and 11-15 GiB/s, now 43-50 against memcpy's 49),
 //! f16 through the F16C converters (0.9 -> 19-23 GiB/s, bound by the
-//! converters: two steps per loop gained nothing) and bf16 with integer
-//! shifts (3-4 -> 7-9 GiB/s eight per step, 12-13 sixteen per step; about
-//! 30 instructions per 32 bytes, most of them the rounding).
+//! converters: two steps per loop gained nothing), bf16 SUM and PROD with
+//! integer shifts (3-4 -> 7-9 GiB/s eight per step, 12-13 sixteen per step;
+//! about 30 instructions per 32 bytes, most of them the rounding; `avx512`
+//! does them faster where the CPU has AVX-512 BF16) and bf16 MAX and MIN
+//! without rounding (`lanes::bf16_pick`: 14 -> 39-40).
 
 use super::{float, half, int, KernelFn, Op};
 use crate::dtype::ElemType;
@@ -93,7 +95,7 @@ unsafe fn by_vectors(
 /// 64-bit integers compare with `pcmpgtq` and blend; unsigned ones first
 /// flip their sign bits so the signed comparison orders them.
 mod lanes {
-    use super::{by_vectors, float, int};
+    use super::{by_vectors, float, half, int};
     use std::arch::x86_64::*;
 
     macro_rules! lane_ops {
@@ -134,6 +136,28 @@ mod lanes {
         i64_min = int::min::<i64>, |s, d| pick64(_mm256_cmpgt_epi64(s, d), s, d);
         u64_max = int::max::<u64>, |s, d| pick64(_mm256_cmpgt_epi64(flip(d), flip(s)), s, d);
         u64_min = int::min::<u64>, |s, d| pick64(_mm256_cmpgt_epi64(flip(s), flip(d)), s, d);
+        bf16_max = half::bf16k::max, |s, d| bf16_pick(s, d, |d, s| _mm256_max_ps(d, s));
+        bf16_min = half::bf16k::min, |s, d| bf16_pick(s, d, |d, s| _mm256_min_ps(d, s));
+    }
+
+    /// bfloat16 max and min: the result is one of the operands, so nothing
+    /// rounds. Each 32-bit lane's low element widens exactly to f32 by a
+    /// shift, its high one by a mask, `f` picks per f32 lane (maxps/minps,
+    /// as for f32), and a shift and a blend put both back: no shuffles and
+    /// no rounding, 14 -> 39-40 GiB/s in cache (memcpy 48-49) against the
+    /// widen-combine-round path. A NaN result is the NaN operand as it was (as f32 max returns
+    /// it), where the baseline also sets its quiet bit.
+    #[inline(always)]
+    unsafe fn bf16_pick(s: __m256i, d: __m256i, f: impl Fn(__m256, __m256) -> __m256) -> __m256i {
+        // SAFETY: inlined into AVX2-compiled kernels only.
+        unsafe {
+            let high_half = _mm256_set1_epi32(0xffff_0000_u32 as i32);
+            let low = |v| _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v));
+            let high = |v| _mm256_castsi256_ps(_mm256_and_si256(v, high_half));
+            let lows = _mm256_castps_si256(f(low(d), low(s)));
+            let highs = _mm256_castps_si256(f(high(d), high(s)));
+            _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(lows), highs)
+        }
     }
 }
 
@@ -179,12 +203,16 @@ unsafe fn by_sixteens(
     scalar(&s[whole..], &mut d[whole..]);
 }
 
-/// MAX, MIN, SUM and PROD over a module's `apply` and the baseline kernels
-/// in `half::$ops`. MPICH's `d > s ? d : s` is maxps(d, s); likewise min.
+/// MAX, MIN, SUM and PROD (or only the arithmetic ones) over a module's
+/// `apply` and the baseline kernels in `half::$ops`. MPICH's `d > s ? d : s`
+/// is maxps(d, s); likewise min.
 macro_rules! half_ops {
     ($ops:ident) => {
         half_ops!(@one max, $ops, |s, d| _mm256_max_ps(d, s));
         half_ops!(@one min, $ops, |s, d| _mm256_min_ps(d, s));
+        half_ops!($ops, arithmetic);
+    };
+    ($ops:ident, arithmetic) => {
         half_ops!(@one sum, $ops, |s, d| _mm256_add_ps(s, d));
         half_ops!(@one prod, $ops, |s, d| _mm256_mul_ps(s, d));
     };
@@ -231,7 +259,7 @@ mod f16c {
     half_ops!(f16k);
 }
 
-/// bfloat16 with AVX2 integer shifts: widening is a shift by 16, narrowing
+/// bfloat16 SUM and PROD with AVX2 integer shifts: widening is a shift by 16, narrowing
 /// rounds to nearest-even by adding 0x7fff plus the kept lowest bit, and a
 /// NaN keeps its top bits with the quiet bit set, as the baseline kernel.
 mod bf16v {
@@ -273,7 +301,8 @@ mod bf16v {
         unsafe { by_sixteens(s, d, widen, narrow, op, scalar) }
     }
 
-    half_ops!(bf16k);
+    // MAX and MIN need no rounding: `lanes::bf16_pick`.
+    half_ops!(bf16k, arithmetic);
 }
 
 fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
@@ -304,8 +333,8 @@ fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
         (T::F16, Op::Min) => f16c::min,
         (T::F16, Op::Sum) => f16c::sum,
         (T::F16, Op::Prod) => f16c::prod,
-        (T::Bf16, Op::Max) => bf16v::max,
-        (T::Bf16, Op::Min) => bf16v::min,
+        (T::Bf16, Op::Max) => lanes::bf16_max,
+        (T::Bf16, Op::Min) => lanes::bf16_min,
         (T::Bf16, Op::Sum) => bf16v::sum,
         (T::Bf16, Op::Prod) => bf16v::prod,
         _ => return None,
@@ -315,24 +344,10 @@ fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Whether an element is a NaN (which NaN an operation returns when both
-    /// operands are NaN depends on operand order, which the compiler may
-    /// swap for a commutative op; MPI leaves NaN payloads unspecified).
-    fn is_nan(ty: ElemType, e: &[u8]) -> bool {
-        let u16_at = |e: &[u8]| u16::from_ne_bytes([e[0], e[1]]);
-        match ty {
-            ElemType::F32 => f32::from_ne_bytes(e.try_into().expect("4 bytes")).is_nan(),
-            ElemType::F64 => f64::from_ne_bytes(e.try_into().expect("8 bytes")).is_nan(),
-            ElemType::F16 => u16_at(e) & 0x7c00 == 0x7c00 && u16_at(e) & 0x3ff != 0,
-            ElemType::Bf16 => u16_at(e) & 0x7f80 == 0x7f80 && u16_at(e) & 0x7f != 0,
-            _ => false,
-        }
-    }
+    use crate::reduce::tests::assert_same_as_baseline;
 
     /// Every AVX2 kernel gives bit for bit what the baseline one gives, on
-    /// arbitrary bytes (infinities, subnormals, overflow included; NaNs only
-    /// need to stay NaNs). The f16 ones need F16C too (Miri has no F16C:
+    /// arbitrary bytes. The f16 ones need F16C too (Miri has no F16C:
     /// `tests/robustness/sanitizers.sh` runs this without it).
     #[test]
     fn avx2_matches_baseline() {
@@ -341,52 +356,6 @@ mod tests {
             return;
         }
         let f16c = std::arch::is_x86_feature_detected!("f16c");
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut bytes = |n: usize| -> Vec<u8> {
-            (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect()
-        };
-        let mut tried = 0;
-        let types = [
-            ElemType::F32,
-            ElemType::F64,
-            ElemType::I32,
-            ElemType::U32,
-            ElemType::I64,
-            ElemType::U64,
-            ElemType::F16,
-            ElemType::Bf16,
-        ];
-        let lens: &[usize] = if cfg!(miri) {
-            &[0, 1, 7, 64]
-        } else {
-            &[0, 1, 7, 64, 1001, 4099]
-        };
-        for ty in types.into_iter().filter(|&t| f16c || t != ElemType::F16) {
-            for op in [Op::Max, Op::Min, Op::Sum, Op::Prod] {
-                let Some(wide) = table(op, ty) else { continue };
-                let base = super::super::baseline(op, ty).expect("baseline kernel");
-                for &len in lens {
-                    let n = len * ty.extent();
-                    let (s, d) = (bytes(n), bytes(n));
-                    let (mut a, mut b) = (d.clone(), d);
-                    base(&s, &mut a);
-                    wide(&s, &mut b);
-                    let same = a
-                        .chunks(ty.extent())
-                        .zip(b.chunks(ty.extent()))
-                        .all(|(x, y)| x == y || (is_nan(ty, x) && is_nan(ty, y)));
-                    assert!(same, "{op:?} on {ty:?}, {len} elements");
-                }
-                tried += 1;
-            }
-        }
-        assert_eq!(tried, if f16c { 29 } else { 25 });
+        assert_eq!(assert_same_as_baseline(table), if f16c { 29 } else { 25 });
     }
 }

@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod complex;
 mod float;
 mod fp8;
@@ -97,7 +99,7 @@ pub fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
 /// The fastest kernel this CPU runs for (op, ty).
 fn choose(op: Op, ty: ElemType) -> Option<KernelFn> {
     #[cfg(target_arch = "x86_64")]
-    if let Some(k) = avx2::kernel(op, ty) {
+    if let Some(k) = avx512::kernel(op, ty).or_else(|| avx2::kernel(op, ty)) {
         return Some(k);
     }
     baseline(op, ty)

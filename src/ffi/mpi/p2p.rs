@@ -738,7 +738,7 @@ pub extern "C" fn PMPI_Get_count(
             (st.count_lo as u32 as u64) | (((st.count_hi_and_cancelled as u32 as u64) >> 1) << 32);
         let n = match t.size {
             0 => 0,
-            s if bytes % s as u64 != 0 => MPI_UNDEFINED,
+            s if !bytes.is_multiple_of(s as u64) => MPI_UNDEFINED,
             s => c_int::try_from(bytes / s as u64).unwrap_or(MPI_UNDEFINED),
         };
         ptr::put(count, n, "count")

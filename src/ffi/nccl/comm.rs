@@ -289,7 +289,7 @@ pub unsafe fn shared_of(h: *const ncclComm) -> NcclResult<Arc<Shared>> {
     if h.is_null() {
         return Err(NcclErr::arg("comm is NULL"));
     }
-    if (h as usize) % std::mem::align_of::<ncclComm>() != 0 {
+    if !(h as usize).is_multiple_of(std::mem::align_of::<ncclComm>()) {
         return Err(NcclErr::arg("comm is not a communicator handle"));
     }
     // SAFETY: handles are never freed, so a pointer we returned stays readable.
