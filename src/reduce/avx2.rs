@@ -12,9 +12,10 @@
 //! integer shifts (3-4 -> 7-9 GiB/s eight per step, 12-13 sixteen per step;
 //! about 30 instructions per 32 bytes, most of them the rounding; `avx512`
 //! does them faster where the CPU has AVX-512 BF16) and bf16 MAX and MIN
-//! without rounding (`lanes::bf16_pick`: 14 -> 39-40).
+//! without rounding (`lanes::bf16_pick`: 14 -> 36-40, 43 with aligned
+//! stores).
 
-use super::{float, half, int, KernelFn, Op};
+use super::{float, half, int, split_head, KernelFn, Op};
 use crate::dtype::ElemType;
 use std::arch::x86_64::{__m256, __m256i, _mm256_loadu_si256, _mm256_storeu_si256};
 
@@ -58,7 +59,8 @@ wide! {
     u64_sum = int::sum::<u64>;
 }
 
-/// `dst = op(src, dst)` on 32-byte vectors, two per step; the tail goes
+/// `dst = op(src, dst)` on 32-byte vectors of `ext`-byte elements, two
+/// per step, stored aligned (`split_head`); the head and the tail go
 /// through `scalar`, the baseline kernel.
 ///
 /// # Safety
@@ -68,9 +70,11 @@ wide! {
 unsafe fn by_vectors(
     s: &[u8],
     d: &mut [u8],
+    ext: usize,
     op: impl Fn(__m256i, __m256i) -> __m256i,
     scalar: fn(&[u8], &mut [u8]),
 ) {
+    let (s, d) = split_head(s, d, ext, 32, scalar);
     let whole = s.len().min(d.len()) / 64 * 64;
     for i in (0..whole).step_by(64) {
         // SAFETY: i + 64 <= whole <= both lengths; unaligned loads and
@@ -99,11 +103,11 @@ mod lanes {
     use std::arch::x86_64::*;
 
     macro_rules! lane_ops {
-        ($($name:ident = $scalar:expr, |$s:ident, $d:ident| $body:expr;)*) => {
+        ($($name:ident = $scalar:expr, $ext:expr, |$s:ident, $d:ident| $body:expr;)*) => {
             $(
                 avx2_fn!(pub(in super::super) $name, |s, d| {
                     // SAFETY: compiled for AVX2, which `by_vectors` needs.
-                    unsafe { by_vectors(s, d, |$s, $d| $body, $scalar) }
+                    unsafe { by_vectors(s, d, $ext, |$s, $d| $body, $scalar) }
                 });
             )*
         };
@@ -124,20 +128,20 @@ mod lanes {
     }
 
     lane_ops! {
-        f32_max = float::max::<f32>, |s, d| _mm256_castps_si256(
+        f32_max = float::max::<f32>, 4, |s, d| _mm256_castps_si256(
             _mm256_max_ps(_mm256_castsi256_ps(d), _mm256_castsi256_ps(s)));
-        f32_min = float::min::<f32>, |s, d| _mm256_castps_si256(
+        f32_min = float::min::<f32>, 4, |s, d| _mm256_castps_si256(
             _mm256_min_ps(_mm256_castsi256_ps(d), _mm256_castsi256_ps(s)));
-        f64_max = float::max::<f64>, |s, d| _mm256_castpd_si256(
+        f64_max = float::max::<f64>, 8, |s, d| _mm256_castpd_si256(
             _mm256_max_pd(_mm256_castsi256_pd(d), _mm256_castsi256_pd(s)));
-        f64_min = float::min::<f64>, |s, d| _mm256_castpd_si256(
+        f64_min = float::min::<f64>, 8, |s, d| _mm256_castpd_si256(
             _mm256_min_pd(_mm256_castsi256_pd(d), _mm256_castsi256_pd(s)));
-        i64_max = int::max::<i64>, |s, d| pick64(_mm256_cmpgt_epi64(d, s), s, d);
-        i64_min = int::min::<i64>, |s, d| pick64(_mm256_cmpgt_epi64(s, d), s, d);
-        u64_max = int::max::<u64>, |s, d| pick64(_mm256_cmpgt_epi64(flip(d), flip(s)), s, d);
-        u64_min = int::min::<u64>, |s, d| pick64(_mm256_cmpgt_epi64(flip(s), flip(d)), s, d);
-        bf16_max = half::bf16k::max, |s, d| bf16_pick(s, d, |d, s| _mm256_max_ps(d, s));
-        bf16_min = half::bf16k::min, |s, d| bf16_pick(s, d, |d, s| _mm256_min_ps(d, s));
+        i64_max = int::max::<i64>, 8, |s, d| pick64(_mm256_cmpgt_epi64(d, s), s, d);
+        i64_min = int::min::<i64>, 8, |s, d| pick64(_mm256_cmpgt_epi64(s, d), s, d);
+        u64_max = int::max::<u64>, 8, |s, d| pick64(_mm256_cmpgt_epi64(flip(d), flip(s)), s, d);
+        u64_min = int::min::<u64>, 8, |s, d| pick64(_mm256_cmpgt_epi64(flip(s), flip(d)), s, d);
+        bf16_max = half::bf16k::max, 2, |s, d| bf16_pick(s, d, |d, s| _mm256_max_ps(d, s));
+        bf16_min = half::bf16k::min, 2, |s, d| bf16_pick(s, d, |d, s| _mm256_min_ps(d, s));
     }
 
     /// bfloat16 max and min: the result is one of the operands, so nothing
@@ -173,8 +177,9 @@ pub(super) fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
 
 /// `dst = op(src, dst)` for 16-bit floats, sixteen per step: `widen`
 /// turns 32 bytes into two vectors of eight f32 lanes and `narrow` turns
-/// two back (in whatever lane order, as long as `narrow` undoes `widen`);
-/// the rest goes through `scalar`, the baseline kernel.
+/// two back (in whatever lane order, as long as `narrow` undoes `widen`),
+/// stored aligned (`split_head`); the rest goes through `scalar`, the
+/// baseline kernel.
 ///
 /// # Safety
 /// Call only from a function compiled for AVX2 (this one is inlined there),
@@ -188,6 +193,7 @@ unsafe fn by_sixteens(
     op: impl Fn(__m256, __m256) -> __m256,
     scalar: fn(&[u8], &mut [u8]),
 ) {
+    let (s, d) = split_head(s, d, 2, 32, scalar);
     let whole = s.len().min(d.len()) / 32 * 32;
     for i in (0..whole).step_by(32) {
         // SAFETY: i + 32 <= whole <= both lengths; unaligned loads and

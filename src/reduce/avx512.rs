@@ -15,7 +15,7 @@
 //!   converters, as are binary16 SUM and PROD, which stay on the AVX2 build
 //!   (its 8-wide converters ran as fast as the 16-wide ones here).
 
-use super::{half, KernelFn, Op};
+use super::{half, split_head, KernelFn, Op};
 use crate::dtype::ElemType;
 use std::arch::x86_64::*;
 
@@ -49,8 +49,9 @@ fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
 }
 
 /// `dst = op(src, dst)` on bfloat16, 32 elements per step, rounded back to
-/// nearest-even by the CPU; steps with a subnormal f32 result and the tail
-/// go through `scalar`, the baseline kernel.
+/// nearest-even by the CPU and stored aligned (`split_head`); steps with a
+/// subnormal f32 result, the head and the tail go through `scalar`, the
+/// baseline kernel.
 ///
 /// # Safety
 /// The CPU must support AVX-512 F, BW, DQ and BF16.
@@ -73,6 +74,7 @@ unsafe fn bf16_apply(
         )
     };
     const SUBNORMAL: i32 = 0x20;
+    let (s, d) = split_head(s, d, 2, 64, scalar);
     let whole = s.len().min(d.len()) / 64 * 64;
     for i in (0..whole).step_by(64) {
         let (sv, dv);
@@ -102,8 +104,9 @@ unsafe fn bf16_apply(
 }
 
 /// `dst = s or d` per binary16 element, 16 per step: `d` where `keep_d`
-/// (given both operands widened to f32) says so, else `s`; the tail goes
-/// through `scalar`, the baseline kernel.
+/// (given both operands widened to f32) says so, else `s`, stored aligned
+/// (`split_head`); the head and the tail go through `scalar`, the baseline
+/// kernel.
 ///
 /// # Safety
 /// The CPU must support AVX-512 F, BW and VL, and F16C.
@@ -114,6 +117,7 @@ unsafe fn f16_pick(
     keep_d: impl Fn(__m512, __m512) -> __mmask16,
     scalar: KernelFn,
 ) {
+    let (s, d) = split_head(s, d, 2, 32, scalar);
     let whole = s.len().min(d.len()) / 32 * 32;
     for i in (0..whole).step_by(32) {
         // SAFETY: i + 32 <= whole <= both lengths; unaligned loads and

@@ -162,6 +162,33 @@ fn replace(src: &[u8], dst: &mut [u8]) {
 
 fn no_op(_src: &[u8], _dst: &mut [u8]) {}
 
+/// Runs `scalar` on the elements of `ext` bytes before `d`'s first
+/// `align`-byte boundary and returns the rest of both slices, so that a
+/// vector loop over the rest stores whole aligned vectors: an unaligned
+/// 32-byte store crosses a cache line every other time. 256 KiB in cache,
+/// destination 16 bytes past a line, GiB/s, unaligned / aligned: bf16 max
+/// 36.1-36.6 / 41.0-42.8, f64 min 50.0-51.9 / 49.2-53.6. Nothing is split
+/// off where `d` does not start on an element boundary.
+#[cfg(target_arch = "x86_64")]
+fn split_head<'s, 'd>(
+    s: &'s [u8],
+    d: &'d mut [u8],
+    ext: usize,
+    align: usize,
+    scalar: KernelFn,
+) -> (&'s [u8], &'d mut [u8]) {
+    let head = d.as_ptr().align_offset(align);
+    let head = if head.is_multiple_of(ext) && head <= s.len().min(d.len()) {
+        head
+    } else {
+        0
+    };
+    let (sh, st) = s.split_at(head);
+    let (dh, dt) = d.split_at_mut(head);
+    scalar(sh, dh);
+    (st, dt)
+}
+
 /// A plain value stored in native byte order, readable from any alignment.
 pub(crate) trait Pod: Copy {
     const SIZE: usize;

@@ -1083,6 +1083,11 @@ pub(super) fn assert_same_as_baseline(table: fn(Op, ElemType) -> Option<KernelFn
     } else {
         &[0, 1, 7, 64, 1001, 4099]
     };
+    let offsets: &[usize] = if cfg!(miri) {
+        &[0, 3, 14]
+    } else {
+        &[0, 1, 2, 4, 8, 14, 16, 24, 40, 62]
+    };
     let types = [F32, F64, I32, U32, I64, U64, F16, Bf16];
     for ty in types.into_iter().filter(|&t| f16c || t != F16) {
         for op in [Op::Max, Op::Min, Op::Sum, Op::Prod] {
@@ -1090,15 +1095,32 @@ pub(super) fn assert_same_as_baseline(table: fn(Op, ElemType) -> Option<KernelFn
             let base = baseline(op, ty).expect("baseline kernel");
             for &len in lens {
                 let n = len * ty.extent();
-                let (s, d) = (bytes(n), bytes(n));
-                let (mut a, mut b) = (d.clone(), d);
-                base(&s, &mut a);
-                wide(&s, &mut b);
-                let same = a
-                    .chunks(ty.extent())
-                    .zip(b.chunks(ty.extent()))
-                    .all(|(x, y)| x == y || (is_nan(ty, x) && is_nan(ty, y)));
-                assert!(same, "{op:?} on {ty:?}, {len} elements");
+                // The destination at offsets from a 64-byte line, element-
+                // aligned or not (the vector loops align their stores);
+                // nothing around it may change.
+                for &off in offsets {
+                    let (s, d) = (bytes(n), bytes(n));
+                    let placed = || {
+                        let mut buf = vec![0x5a_u8; n + 127];
+                        let at = buf.as_ptr().align_offset(64) + off;
+                        buf[at..at + n].copy_from_slice(&d);
+                        (buf, at)
+                    };
+                    let ((mut a, i), (mut b, j)) = (placed(), placed());
+                    base(&s, &mut a[i..i + n]);
+                    wide(&s, &mut b[j..j + n]);
+                    let same = a[i..i + n]
+                        .chunks(ty.extent())
+                        .zip(b[j..j + n].chunks(ty.extent()))
+                        .all(|(x, y)| x == y || (is_nan(ty, x) && is_nan(ty, y)));
+                    assert!(same, "{op:?} on {ty:?}, {len} elements, {off} past a line");
+                    let around =
+                        |v: &[u8], k: usize| v[..k].iter().chain(&v[k + n..]).all(|&x| x == 0x5a);
+                    assert!(
+                        around(&b, j),
+                        "{op:?} on {ty:?} wrote outside its destination"
+                    );
+                }
             }
             tried += 1;
         }
