@@ -477,11 +477,28 @@ fn finish(c: &mut Ctx, call: Call, read_all: bool) {
 /// Folds every rank's `[off, off + len)` in rank order into `out`:
 /// `out = d0 op (d1 op (... op d(n-1)))`; `far` as the parts were placed.
 fn fold_all(c: &Ctx, call: &Call, far: bool, off: usize, out: &mut [u8], red: &Reducer) {
-    let n = c.size();
-    let len = out.len();
-    copy(out, part(c, call, n - 1, far, off, len));
+    fold_with_own(c, call, far, off, out, red, None)
+}
+
+/// `fold_all`, with this rank's part taken from `own` where it is given
+/// (a writer that did not publish it).
+fn fold_with_own(
+    c: &Ctx,
+    call: &Call,
+    far: bool,
+    off: usize,
+    out: &mut [u8],
+    red: &Reducer,
+    own: Option<&[u8]>,
+) {
+    let (n, me, len) = (c.size(), c.rank(), out.len());
+    let at = |p: usize| match own {
+        Some(own) if p == me => own,
+        _ => part(c, call, p, far, off, len),
+    };
+    copy(out, at(n - 1));
     for p in (0..n - 1).rev() {
-        red.fold_left(part(c, call, p, far, off, out.len()), out);
+        red.fold_left(at(p), out);
     }
 }
 
@@ -547,24 +564,7 @@ pub fn reduce(
             finish(c, call, true);
             return Err(mismatch(root, len, out.len()));
         }
-        match own {
-            Some(own) => {
-                // out = d0 op (d1 op (... op d(n-1))), as `fold_all`.
-                let n = c.size();
-                let at = |p: usize| {
-                    if p == me {
-                        own
-                    } else {
-                        part(c, &call, p, Place::Rooted.far(len), 0, len)
-                    }
-                };
-                copy(out, at(n - 1));
-                for p in (0..n - 1).rev() {
-                    red.fold_left(at(p), out);
-                }
-            }
-            None => fold_all(c, &call, Place::Rooted.far(len), 0, out, red),
-        }
+        fold_with_own(c, &call, Place::Rooted.far(len), 0, out, red, own);
     }
     finish(c, call, true);
     Ok(())
@@ -603,14 +603,31 @@ pub fn reduce_scatter(
     red: &Reducer,
 ) -> Result<()> {
     let call = begin(c)?;
-    let data = send.unwrap_or(out);
-    publish(c, &call, total, false, Place::Shared, |d| {
-        copy(d, &data[..total]);
-        Ok(())
-    })?;
-    wait_all(c, &call)?;
     let (o, l) = blocks[c.rank()];
-    fold_all(c, &call, Place::Shared.far(total), o, &mut out[..l], red);
+    let far = Place::Shared.far(total);
+    match send {
+        // Nobody reads this rank's own block from its slot: it is folded
+        // straight from `send`, and the slot gets only the peers' blocks
+        // (2 ranks, 512 B: half the lines to take back from the peer).
+        Some(data) => {
+            publish(c, &call, total, false, Place::Shared, |d| {
+                copy(&mut d[..o], &data[..o]);
+                copy(&mut d[o + l..total], &data[o + l..total]);
+                Ok(())
+            })?;
+            wait_all(c, &call)?;
+            fold_with_own(c, &call, far, o, &mut out[..l], red, Some(&data[o..o + l]));
+        }
+        // In place, the result overwrites the input's first block.
+        None => {
+            publish(c, &call, total, false, Place::Shared, |d| {
+                copy(d, &out[..total]);
+                Ok(())
+            })?;
+            wait_all(c, &call)?;
+            fold_all(c, &call, far, o, &mut out[..l], red);
+        }
+    }
     finish(c, call, true);
     Ok(())
 }

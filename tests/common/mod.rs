@@ -7,11 +7,13 @@ use ferrocoll::comm::engine::Engine;
 use ferrocoll::comm::Comm;
 use ferrocoll::transport::shm::Segment;
 use ferrocoll::transport::tcp::{auth::Secret, mesh};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-/// Runs `f(rank, engine, world)` on `n` threads sharing one segment;
+/// Runs `f(rank, engine, world)` on `n` threads sharing one segment (a
+/// rank that panics aborts the process, since its peers would wait for it);
 /// with `FERROCOLL_TRANSPORT=tcp` the ranks talk over authenticated
 /// loop-back TCP connections instead of the rings.
 pub fn world(n: usize, algo: &[(&str, &str)], f: impl Fn(usize, &mut Engine, &mut Comm) + Sync) {
@@ -62,7 +64,24 @@ pub fn world_on_hosts(
                     .map(|(a, b)| (a.to_string(), b.to_string()))
                     .collect();
                 let mut comm = Comm::world(&eng);
-                f(r, &mut eng, &mut comm);
+                let run = std::panic::AssertUnwindSafe(|| f(r, &mut eng, &mut comm));
+                if let Err(payload) = std::panic::catch_unwind(run) {
+                    // The other ranks would wait for this one forever (a
+                    // thread's death is not a process's, which the engine
+                    // notices): fail the whole binary now instead of
+                    // hanging. Written past the test harness's capture,
+                    // which an abort would throw away.
+                    let why = payload
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| payload.downcast_ref::<&str>().copied())
+                        .unwrap_or("(no message)");
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "rank {r} of {n} panicked: {why}; aborting the test binary"
+                    );
+                    std::process::abort();
+                }
             });
         }
     });
