@@ -15,7 +15,7 @@
 //! without rounding (`lanes::bf16_pick`: 14 -> 36-40, 43 with aligned
 //! stores).
 
-use super::{float, half, int, split_head, KernelFn, Op};
+use super::{float, half, in_steps, int, KernelFn, Op};
 use crate::dtype::ElemType;
 use std::arch::x86_64::{__m256, __m256i, _mm256_loadu_si256, _mm256_storeu_si256};
 
@@ -74,21 +74,18 @@ unsafe fn by_vectors(
     op: impl Fn(__m256i, __m256i) -> __m256i,
     scalar: fn(&[u8], &mut [u8]),
 ) {
-    let (s, d) = split_head(s, d, ext, 32, scalar);
-    let whole = s.len().min(d.len()) / 64 * 64;
-    for i in (0..whole).step_by(64) {
-        // SAFETY: i + 64 <= whole <= both lengths; unaligned loads and
-        // stores of 2 x 32 bytes inside the slices.
+    in_steps::<64>(s, d, ext, 32, scalar, |s, d| {
+        // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
+        // and stores of 2 x 32 bytes inside them.
         unsafe {
-            let sp = s.as_ptr().add(i) as *const __m256i;
-            let dp = d.as_mut_ptr().add(i) as *mut __m256i;
+            let sp = s.as_ptr() as *const __m256i;
+            let dp = d.as_mut_ptr() as *mut __m256i;
             let (s0, s1) = (_mm256_loadu_si256(sp), _mm256_loadu_si256(sp.add(1)));
             let (d0, d1) = (_mm256_loadu_si256(dp), _mm256_loadu_si256(dp.add(1)));
             _mm256_storeu_si256(dp, op(s0, d0));
             _mm256_storeu_si256(dp.add(1), op(s1, d1));
         }
-    }
-    scalar(&s[whole..], &mut d[whole..]);
+    });
 }
 
 /// Max and min written with intrinsics where the compiler's build of the
@@ -193,20 +190,17 @@ unsafe fn by_sixteens(
     op: impl Fn(__m256, __m256) -> __m256,
     scalar: fn(&[u8], &mut [u8]),
 ) {
-    let (s, d) = split_head(s, d, 2, 32, scalar);
-    let whole = s.len().min(d.len()) / 32 * 32;
-    for i in (0..whole).step_by(32) {
-        // SAFETY: i + 32 <= whole <= both lengths; unaligned loads and
-        // stores of 32 bytes inside the slices.
+    in_steps::<32>(s, d, 2, 32, scalar, |s, d| {
+        // SAFETY: `in_steps` hands over 32 bytes of each; unaligned loads
+        // and a store of 32 bytes inside them.
         unsafe {
-            let sp = s.as_ptr().add(i) as *const __m256i;
-            let dp = d.as_mut_ptr().add(i) as *mut __m256i;
+            let sp = s.as_ptr() as *const __m256i;
+            let dp = d.as_mut_ptr() as *mut __m256i;
             let ((s0, s1), (d0, d1)) =
                 (widen(_mm256_loadu_si256(sp)), widen(_mm256_loadu_si256(dp)));
             _mm256_storeu_si256(dp, narrow(op(s0, d0), op(s1, d1)));
         }
-    }
-    scalar(&s[whole..], &mut d[whole..]);
+    });
 }
 
 /// MAX, MIN, SUM and PROD (or only the arithmetic ones) over a module's

@@ -15,7 +15,7 @@
 //!   converters, as are binary16 SUM and PROD, which stay on the AVX2 build
 //!   (its 8-wide converters ran as fast as the 16-wide ones here).
 
-use super::{half, split_head, KernelFn, Op};
+use super::{half, in_steps, KernelFn, Op};
 use crate::dtype::ElemType;
 use std::arch::x86_64::*;
 
@@ -74,33 +74,29 @@ unsafe fn bf16_apply(
         )
     };
     const SUBNORMAL: i32 = 0x20;
-    let (s, d) = split_head(s, d, 2, 64, scalar);
-    let whole = s.len().min(d.len()) / 64 * 64;
-    for i in (0..whole).step_by(64) {
+    in_steps::<64>(s, d, 2, 64, scalar, |s, d| {
         let (sv, dv);
-        // SAFETY: i + 64 <= whole <= both lengths; unaligned loads of 64
-        // bytes inside the slices.
+        // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
+        // of 64 bytes inside them.
         unsafe {
-            sv = _mm512_loadu_si512(s.as_ptr().add(i) as *const __m512i);
-            dv = _mm512_loadu_si512(d.as_ptr().add(i) as *const __m512i);
+            sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
+            dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
         }
         let ((s0, s1), (d0, d1)) = (widen(sv), widen(dv));
         let (r0, r1) = (op(s0, d0), op(s1, d1));
         if _mm512_fpclass_ps_mask::<SUBNORMAL>(r0) | _mm512_fpclass_ps_mask::<SUBNORMAL>(r1) != 0 {
-            scalar(&s[i..i + 64], &mut d[i..i + 64]);
-            continue;
+            return scalar(s, d);
         }
         // SAFETY: both are 64 bytes of plain vector data.
         let packed: __m512i = unsafe { std::mem::transmute(_mm512_cvtne2ps_pbh(r1, r0)) };
         // SAFETY: as the loads: 64 bytes inside `d`.
         unsafe {
             _mm512_storeu_si512(
-                d.as_mut_ptr().add(i) as *mut __m512i,
+                d.as_mut_ptr() as *mut __m512i,
                 _mm512_permutexvar_epi64(order, packed),
             )
         };
-    }
-    scalar(&s[whole..], &mut d[whole..]);
+    });
 }
 
 /// `dst = s or d` per binary16 element, 16 per step: `d` where `keep_d`
@@ -117,20 +113,17 @@ unsafe fn f16_pick(
     keep_d: impl Fn(__m512, __m512) -> __mmask16,
     scalar: KernelFn,
 ) {
-    let (s, d) = split_head(s, d, 2, 32, scalar);
-    let whole = s.len().min(d.len()) / 32 * 32;
-    for i in (0..whole).step_by(32) {
-        // SAFETY: i + 32 <= whole <= both lengths; unaligned loads and
-        // a store of 32 bytes inside the slices.
+    in_steps::<32>(s, d, 2, 32, scalar, |s, d| {
+        // SAFETY: `in_steps` hands over 32 bytes of each; unaligned loads
+        // and a store of 32 bytes inside them.
         unsafe {
-            let sp = s.as_ptr().add(i) as *const __m256i;
-            let dp = d.as_mut_ptr().add(i) as *mut __m256i;
+            let sp = s.as_ptr() as *const __m256i;
+            let dp = d.as_mut_ptr() as *mut __m256i;
             let (sv, dv) = (_mm256_loadu_si256(sp), _mm256_loadu_si256(dp));
             let k = keep_d(_mm512_cvtph_ps(sv), _mm512_cvtph_ps(dv));
             _mm256_storeu_si256(dp, _mm256_mask_blend_epi16(k, sv, dv));
         }
-    }
-    scalar(&s[whole..], &mut d[whole..]);
+    });
 }
 
 /// The kernels `table` hands out: each calls its `_apply`/`_pick` function

@@ -189,6 +189,28 @@ fn split_head<'s, 'd>(
     (st, dt)
 }
 
+/// The loop of every hand-written vector kernel: `split_head` aligns the
+/// destination to `align`, `step` combines each whole `STEP` bytes of the
+/// source into the destination, and the rest goes through `scalar`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn in_steps<const STEP: usize>(
+    s: &[u8],
+    d: &mut [u8],
+    ext: usize,
+    align: usize,
+    scalar: KernelFn,
+    mut step: impl FnMut(&[u8], &mut [u8]),
+) {
+    let (s, d) = split_head(s, d, ext, align, scalar);
+    let whole = s.len().min(d.len()) / STEP * STEP;
+    let (body, tail) = d.split_at_mut(whole);
+    for (sc, dc) in s.chunks_exact(STEP).zip(body.chunks_exact_mut(STEP)) {
+        step(sc, dc);
+    }
+    scalar(&s[whole..], tail);
+}
+
 /// A plain value stored in native byte order, readable from any alignment.
 pub(crate) trait Pod: Copy {
     const SIZE: usize;
