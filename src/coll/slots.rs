@@ -604,30 +604,32 @@ pub fn reduce_scatter(
 ) -> Result<()> {
     let call = begin(c)?;
     let (o, l) = blocks[c.rank()];
-    let far = Place::Shared.far(total);
-    match send {
-        // Nobody reads this rank's own block from its slot: it is folded
-        // straight from `send`, and the slot gets only the peers' blocks
-        // (2 ranks, 512 B: half the lines to take back from the peer).
-        Some(data) => {
-            publish(c, &call, total, false, Place::Shared, |d| {
+    // Nobody reads this rank's own block from its slot: with a separate
+    // send buffer it is folded straight from there, and the slot gets only
+    // the peers' blocks (2 ranks, 512 B: half the lines to take back from
+    // the peer). In place, the result overwrites the input's first block,
+    // so the whole input goes through the slot.
+    publish(c, &call, total, false, Place::Shared, |d| {
+        match send {
+            Some(data) => {
                 copy(&mut d[..o], &data[..o]);
                 copy(&mut d[o + l..total], &data[o + l..total]);
-                Ok(())
-            })?;
-            wait_all(c, &call)?;
-            fold_with_own(c, &call, far, o, &mut out[..l], red, Some(&data[o..o + l]));
+            }
+            None => copy(d, &out[..total]),
         }
-        // In place, the result overwrites the input's first block.
-        None => {
-            publish(c, &call, total, false, Place::Shared, |d| {
-                copy(d, &out[..total]);
-                Ok(())
-            })?;
-            wait_all(c, &call)?;
-            fold_all(c, &call, far, o, &mut out[..l], red);
-        }
-    }
+        Ok(())
+    })?;
+    wait_all(c, &call)?;
+    let own = send.map(|data| &data[o..o + l]);
+    fold_with_own(
+        c,
+        &call,
+        Place::Shared.far(total),
+        o,
+        &mut out[..l],
+        red,
+        own,
+    );
     finish(c, call, true);
     Ok(())
 }

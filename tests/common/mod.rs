@@ -64,18 +64,13 @@ pub fn world_on_hosts(
                     .map(|(a, b)| (a.to_string(), b.to_string()))
                     .collect();
                 let mut comm = Comm::world(&eng);
-                let run = std::panic::AssertUnwindSafe(|| f(r, &mut eng, &mut comm));
-                if let Err(payload) = std::panic::catch_unwind(run) {
+                // The library's own panic catcher, for its message.
+                if let Err(why) = ferrocoll::ffi::boundary::catch(|| f(r, &mut eng, &mut comm)) {
                     // The other ranks would wait for this one forever (a
                     // thread's death is not a process's, which the engine
                     // notices): fail the whole binary now instead of
                     // hanging. Written past the test harness's capture,
                     // which an abort would throw away.
-                    let why = payload
-                        .downcast_ref::<String>()
-                        .map(String::as_str)
-                        .or_else(|| payload.downcast_ref::<&str>().copied())
-                        .unwrap_or("(no message)");
                     let _ = writeln!(
                         std::io::stderr(),
                         "rank {r} of {n} panicked: {why}; aborting the test binary"
