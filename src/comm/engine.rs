@@ -641,6 +641,82 @@ impl Engine {
         Ok(true)
     }
 
+    /// Receives the next message from world rank `src` into `buf` without
+    /// posting a request, when nothing could take it first: no posted
+    /// receive, nothing buffered from `src`, no send queued anywhere, and
+    /// `src`'s shared-memory link between messages. It waits for the
+    /// header as long as a wait spins, and takes the message if it is an
+    /// eager one on `ctx` with `tag` (any tag for `None`) that fits `buf`.
+    /// `Ok(None)`: nothing was consumed, and `irecv` must take the receive.
+    /// A body still arriving is waited for as a posted receive's would be.
+    pub fn recv_now(
+        &mut self,
+        src: usize,
+        ctx: u32,
+        tag: Option<i32>,
+        buf: &mut [u8],
+        op: &'static str,
+    ) -> Result<Option<Status>> {
+        self.check()?;
+        let between = matches!(self.rx.get(src), Some(Rx::Header { got: 0, .. }));
+        if !between
+            || src == self.me
+            || !self.links[src].is_remote()
+            || !self.posted.is_empty()
+            || self.unexpected.iter().any(|u| u.src == src)
+            || self.sendq.iter().any(|q| !q.is_empty())
+        {
+            return Ok(None);
+        }
+        let mut hdr = [0u8; FRAME_BYTES];
+        let mut idle = 0;
+        while !self.links[src].peek(&mut hdr) {
+            if idle >= self.spin {
+                return Ok(None);
+            }
+            idle += 1;
+            std::hint::spin_loop();
+        }
+        let takes = |f: &Frame| {
+            f.kind == FrameKind::Eager
+                && f.ctx == ctx
+                && tag.is_none_or(|t| t == f.tag)
+                && f.len <= buf.len() as u64
+        };
+        let Some(frame) = Frame::decode(&hdr).filter(takes) else {
+            return Ok(None);
+        };
+        let len = frame.len as usize;
+        let link = &mut self.links[src];
+        link.read_with(FRAME_BYTES, |_| {});
+        let got = link.read_into(&mut buf[..len]);
+        // The sender may be waiting for ring space.
+        self.ring_bell(src);
+        if got == len {
+            return Ok(Some(recv_status(src, &frame, buf.len())));
+        }
+        // SAFETY: `buf` outlives the request: it is waited for and freed
+        // before this returns (or the engine is poisoned, which drops every
+        // request's buffer).
+        let raw = unsafe { RawBuf::new(buf.as_mut_ptr(), buf.len()) };
+        let m = Match {
+            source: Some(src),
+            ctx,
+            tag,
+        };
+        let id = self.alloc(Kind::Recv {
+            m,
+            buf: raw,
+            incoming: None,
+        });
+        self.rx[src] = Rx::Body {
+            frame,
+            target: Target::Req(id),
+            off: got,
+        };
+        self.wait(id, op).map(Some)
+    }
+
     /// Whether a `len`-byte send to `dst` waits for its receive (rendezvous
     /// over shared memory) instead of leaving eagerly.
     fn announces(&self, dst: usize, len: usize) -> bool {
@@ -1974,5 +2050,104 @@ mod tests {
             assert!(recv(&mut e, tag) == msg(tag as usize), "message {tag}");
         }
         assert!(e.unexpected.is_empty());
+    }
+
+    /// Sends each (ctx, tag, bytes) from rank 1 to rank 0 of `seg`, each
+    /// waited for, on a thread.
+    fn send_all(seg: &Arc<Segment>, msgs: Vec<(u32, i32, Vec<u8>)>) -> std::thread::JoinHandle<()> {
+        let seg = seg.clone();
+        std::thread::spawn(move || {
+            let mut e = Engine::over_shm(1, seg);
+            for (ctx, tag, data) in &msgs {
+                // SAFETY: `data` outlives the wait.
+                let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
+                let id = e.isend(0, *ctx, *tag, raw, "send").unwrap();
+                e.wait(id, "send").unwrap();
+            }
+        })
+    }
+
+    /// A receive without a request takes the message at the head of the
+    /// link only when it is the one asked for and fits; otherwise it
+    /// consumes nothing and the posted receives find every message where
+    /// it was.
+    #[test]
+    fn recv_now_takes_only_the_message_asked_for() {
+        let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
+        let bytes = |n: usize, k: u8| {
+            (0..n)
+                .map(|i| (i as u8).wrapping_mul(k))
+                .collect::<Vec<u8>>()
+        };
+        // In a post, through the ring (over 1168 bytes), in a post, and
+        // one on another context.
+        let msgs = vec![
+            (7, 5, bytes(8, 3)),
+            (7, 6, bytes(3000, 5)),
+            (7, 7, bytes(100, 7)),
+            (8, 1, bytes(16, 9)),
+        ];
+        send_all(&seg, msgs.clone()).join().unwrap();
+        let mut e = Engine::over_shm(0, seg);
+        let mut buf = vec![0u8; 4096];
+        // Not the head's tag; then too small for it.
+        assert!(e.recv_now(1, 7, Some(6), &mut buf, "t").unwrap().is_none());
+        assert!(e
+            .recv_now(1, 7, Some(5), &mut buf[..4], "t")
+            .unwrap()
+            .is_none());
+        assert!(e.unexpected.is_empty() && e.posted.is_empty());
+        let st = e.recv_now(1, 7, Some(5), &mut buf, "t").unwrap().unwrap();
+        assert_eq!((st.source, st.tag, st.bytes), (1, 5, 8));
+        assert_eq!(&buf[..8], &msgs[0].2[..]);
+        let st = e.recv_now(1, 7, None, &mut buf, "t").unwrap().unwrap();
+        assert_eq!((st.tag, st.bytes), (6, 3000));
+        assert_eq!(&buf[..3000], &msgs[1].2[..]);
+        // A posted receive comes first: the lane steps aside.
+        let mut first = vec![0u8; 100];
+        let m = Match {
+            source: Some(1),
+            ctx: 7,
+            tag: None,
+        };
+        // SAFETY: `first` outlives the wait.
+        let id = e
+            .irecv(m, unsafe { RawBuf::new(first.as_mut_ptr(), 100) })
+            .unwrap();
+        assert!(e.recv_now(1, 7, None, &mut buf, "t").unwrap().is_none());
+        assert_eq!(e.wait(id, "t").unwrap().tag, 7);
+        assert_eq!(first, msgs[2].2);
+        // Another context's message is not taken.
+        assert!(e.recv_now(1, 7, None, &mut buf, "t").unwrap().is_none());
+        let st = e.recv_now(1, 8, Some(1), &mut buf, "t").unwrap().unwrap();
+        assert_eq!((st.tag, st.bytes, &buf[..16]), (1, 16, &msgs[3].2[..]));
+        // Nothing left: it gives up after its spin.
+        assert!(e.recv_now(1, 7, None, &mut buf, "t").unwrap().is_none());
+        assert!(e.unexpected.is_empty() && e.posted.is_empty());
+    }
+
+    /// A message longer than the ring is still arriving when the receive
+    /// without a request finds its header: the rest lands as a posted
+    /// receive's would, whole and in order.
+    #[test]
+    fn recv_now_waits_for_a_body_still_arriving() {
+        let seg = Arc::new(Segment::anonymous(2, 16384).unwrap());
+        let data: Vec<u8> = (0..60_000).map(|i| (i % 251) as u8).collect();
+        let sender = send_all(&seg, vec![(7, 1, data.clone())]);
+        let mut e = Engine::over_shm(0, seg);
+        let mut buf = vec![0u8; 65536];
+        let st = loop {
+            if let Some(st) = e.recv_now(1, 7, Some(1), &mut buf, "t").unwrap() {
+                break st;
+            }
+        };
+        assert_eq!((st.tag, st.bytes), (1, data.len()));
+        assert!(buf[..data.len()] == data[..]);
+        assert!(buf[data.len()..].iter().all(|&b| b == 0));
+        sender.join().unwrap();
+        assert!(
+            e.reqs.iter().all(Option::is_none),
+            "a request was left behind"
+        );
     }
 }

@@ -70,6 +70,15 @@ impl Link {
         }
     }
 
+    /// Copies the next `dst.len()` bytes without consuming them, where the
+    /// link can show them now in one piece (shared memory only).
+    pub fn peek(&self, dst: &mut [u8]) -> bool {
+        match self {
+            Link::Shm { rx, .. } => rx.peek(dst),
+            _ => false,
+        }
+    }
+
     /// Hands up to `max` waiting bytes to `f` in order, consuming them.
     pub fn read_with(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
         match self {

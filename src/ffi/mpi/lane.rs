@@ -1,9 +1,10 @@
-//! The fast lane of the collective exports and `MPI_Send`: the common case
-//! (predefined datatype and op, positive counts, plain buffers that do not
-//! overlap, the same type and count on both sides, `FERROCOLL_CHECK` off)
-//! decoded in a few comparisons and handed to the same `coll::` algorithm
-//! as the general path in `coll.rs`, or for a send, written to the link at
-//! once without a request (`Engine::send_now`).
+//! The fast lane of the collective exports, `MPI_Send` and `MPI_Recv`: the
+//! common case (predefined datatype and op, positive counts, plain buffers
+//! that do not overlap, the same type and count on both sides,
+//! `FERROCOLL_CHECK` off) decoded in a few comparisons and handed to the
+//! same `coll::` algorithm as the general path in `coll.rs`, or for a send
+//! or a receive, written to or taken from the link at once without a
+//! request (`Engine::send_now`, `Engine::recv_now`).
 //!
 //! Anything else declines (`None`) before any state changes, and the export
 //! then takes the general path, which handles every other case and reports
@@ -362,5 +363,52 @@ pub fn send(
             .send_now(to, ctx, tag, data)
             .map(|sent| sent.then_some(()))
             .transpose()
+    })
+}
+
+/// `MPI_Recv` of a predefined type from one member, when the message can
+/// be taken straight off the link without a request (see
+/// `Engine::recv_now`); the general path posts, matches, waits for and
+/// frees one. Alternated 2-rank pingpong runs, one-way us, general path /
+/// this (Open MPI): 8 B 0.199-0.223 / 0.135-0.159 (0.155-0.180), 128 B
+/// 0.229-0.263 / 0.174-0.200 (0.175-0.226), 2 KiB 0.494-0.529 /
+/// 0.431-0.486 (0.423-0.501).
+pub fn recv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> Option<c_int> {
+    let (bytes, _) = sized(count, dt)?;
+    let tag = match tag {
+        MPI_ANY_TAG => None,
+        t if t >= 0 => Some(t),
+        _ => return None,
+    };
+    if !plain(buf) || status.is_null() {
+        return None;
+    }
+    lane("MPI_Recv", comm, |l| {
+        let s = usize::try_from(source).ok().filter(|&s| s < l.size())?;
+        let (from, ctx) = (l.comm.world_rank(s), l.comm.p2p_ctx());
+        // SAFETY: non-null, count elements of dt (MPI contract).
+        let data = unsafe { ptr::bytes_mut(buf, bytes) };
+        let st = match l.eng.recv_now(from, ctx, tag, data, "MPI_Recv") {
+            Ok(Some(st)) => st,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        let st = MPI_Status {
+            count_lo: st.bytes as u32 as c_int,
+            count_hi_and_cancelled: (((st.bytes as u64) >> 32) << 1) as c_int,
+            MPI_SOURCE: source,
+            MPI_TAG: st.tag,
+            MPI_ERROR: MPI_SUCCESS,
+        };
+        ptr::put_status(status, st).expect("status checked non-null");
+        Some(Ok(()))
     })
 }

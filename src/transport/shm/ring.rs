@@ -296,6 +296,38 @@ impl Ring {
         }
     }
 
+    /// Consumer: copies the next `dst.len()` bytes without consuming them,
+    /// if they can be read now from one place (the post due, or the ring
+    /// before it); `false` otherwise. Lets a receiver look at a header
+    /// before deciding who takes the message.
+    pub fn peek(&self, dst: &mut [u8]) -> bool {
+        match self.next() {
+            Next::Post(bytes, len, at) if len - at >= dst.len() => {
+                // SAFETY: as in `read_with`: the post's `len` bytes are
+                // written and stay until this side frees the post.
+                copy(dst, unsafe {
+                    std::slice::from_raw_parts(bytes.add(at), dst.len())
+                });
+                true
+            }
+            Next::Ring(n) if n >= dst.len() => {
+                let tail = self.ctrl().tail.load(Ordering::Relaxed);
+                let at = (tail % self.cap as u64) as usize;
+                let first = dst.len().min(self.cap - at);
+                let (a, b) = dst.split_at_mut(first);
+                // SAFETY: the bytes in [tail, tail + dst.len()) are
+                // published (`next` saw `head` past them) and stay until
+                // this side moves `tail`.
+                unsafe {
+                    copy(a, std::slice::from_raw_parts(self.data.add(at), first));
+                    copy(b, std::slice::from_raw_parts(self.data, b.len()));
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Consumer: gives up to `max` readable bytes to `f` as contiguous
     /// slices (in order), releasing each `CHUNK` of the ring (or each post)
     /// as soon as it is read, so the producer refills it meanwhile. Returns
@@ -412,7 +444,8 @@ mod tests {
 
     /// Small writes (posts) and bulk writes (ring) mixed, with posts
     /// running out and the ring wrapping: the consumer gets every byte in
-    /// the producer's order, whatever sizes it reads in.
+    /// the producer's order, whatever sizes it reads in, and a look ahead
+    /// (`peek`) shows the bytes it reads next.
     #[test]
     fn posts_keep_the_stream_order() {
         let cap = 4096;
@@ -420,6 +453,7 @@ mod tests {
         let (tx, rx) = pair(&mut mem, cap);
         let mut rng = crate::testrng::Rng(7);
         let (mut sent, mut got, mut posted, mut several) = (Vec::new(), Vec::new(), 0, 0);
+        let mut peeked = 0;
         for round in 0..if cfg!(miri) { 400 } else { 4000 } {
             let bulk = round % 3 == 0;
             let len = rng.below(if bulk {
@@ -441,6 +475,12 @@ mod tests {
                 several += usize::from(tx.posts.get() - before > 1);
             }
             if round % 5 != 4 {
+                // A look ahead shows the next bytes and consumes nothing.
+                let mut ahead = vec![0u8; rng.below(40)];
+                if rx.peek(&mut ahead) {
+                    assert_eq!(&ahead[..], &sent[got.len()..got.len() + ahead.len()]);
+                    peeked += 1;
+                }
                 rx.read_with(rng.below(300), |s| got.extend_from_slice(s));
             }
             assert_eq!(&got[..], &sent[..got.len()]);
@@ -449,6 +489,7 @@ mod tests {
         assert_eq!(got, sent);
         assert!(posted > 50, "only {posted} posts written");
         assert!(several > 10, "only {several} writes took several posts");
+        assert!(peeked > 50, "only {peeked} looks ahead");
     }
 
     /// The same with producer and consumer on two threads: what the
