@@ -310,7 +310,8 @@ nlib=${#active_arr[@]}
 # a slow one.
 if [ "$OPS" = all ]; then
   # mpibench's `all`, in its order (op_names in mpibench.c).
-  op_list=(allreduce bcast reduce allgather reduce_scatter alltoall gather scatter barrier pingpong)
+  op_list=(allreduce bcast reduce allgather reduce_scatter alltoall gather scatter barrier pingpong
+           sendrecv)
 else
   IFS=, read -r -a op_list <<<"$OPS"
 fi

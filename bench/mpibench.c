@@ -4,13 +4,15 @@
  *
  * For each op and size it prints: op, bytes, avg_us, algbw_GBps, busbw_GBps, ok.
  *   avg_us  median over -r timed batches of the batch average (averaged over
- *           ranks; pingpong: rank 0's round trip / 2, i.e. one-way latency).
+ *           ranks; pingpong: rank 0's round trip / 2, i.e. one-way latency;
+ *           sendrecv: every rank sends to its right neighbour and receives
+ *           from its left in one MPI_Sendrecv, a ring shift).
  *   bytes   total message size as nccl-tests defines it: the buffer for
- *           allreduce/bcast/reduce/pingpong, the whole array (n blocks) for
+ *           allreduce/bcast/reduce/pingpong/sendrecv, the whole array (n blocks) for
  *           allgather/reduce_scatter/alltoall/gather/scatter, 0 for barrier.
  *   busbw   algbw * factor, nccl-tests factors: allreduce 2(n-1)/n;
  *           allgather, reduce_scatter, alltoall, gather, scatter (n-1)/n;
- *           bcast, reduce, pingpong 1.
+ *           bcast, reduce, pingpong, sendrecv 1.
  *   ok      the result of the last timed call and of one more call into a
  *           cleared buffer, checked on every rank against exactly known values.
  * Data are floats; reductions use MPI_SUM over small integers, so every
@@ -37,6 +39,7 @@ enum op_kind {
   OP_SCATTER,
   OP_BARRIER,
   OP_PINGPONG,
+  OP_SENDRECV,
   OP_COUNT
 };
 
@@ -44,7 +47,7 @@ enum op_kind {
  * MPI_Reduce_scatter_block (equal blocks, the nccl ReduceScatter). */
 static const char *const op_names[OP_COUNT] = {
     "allreduce", "bcast",   "reduce",  "allgather", "reduce_scatter",
-    "alltoall",  "gather",  "scatter", "barrier",   "pingpong"};
+    "alltoall",  "gather",  "scatter", "barrier",   "pingpong", "sendrecv"};
 
 struct config {
   size_t min_bytes, max_bytes, factor;
@@ -176,6 +179,11 @@ static void run_once(int op, int c) {
       MPI_OK(MPI_Send(g_sbuf, c, MPI_FLOAT, 0, PP_TAG, w));
     }
     break;
+  case OP_SENDRECV:
+    MPI_OK(MPI_Sendrecv(g_sbuf, c, MPI_FLOAT, (g_rank + 1) % g_size, PP_TAG, g_rbuf, c,
+                        MPI_FLOAT, (g_rank + g_size - 1) % g_size, PP_TAG, w,
+                        MPI_STATUS_IGNORE));
+    break;
   default: break;
   }
 }
@@ -213,6 +221,9 @@ static void fill_inputs(int op, size_t c) {
   case OP_PINGPONG:
     for (i = 0; i < c; i++) g_sbuf[i] = tag_val(g_rank, 5, i);
     break;
+  case OP_SENDRECV:
+    for (i = 0; i < c; i++) g_sbuf[i] = tag_val(g_rank, 6, i);
+    break;
   default: break;
   }
 }
@@ -229,6 +240,7 @@ static size_t out_count(int op, size_t c) {
   case OP_ALLGATHER:
   case OP_ALLTOALL: return c * n;
   case OP_PINGPONG: return g_rank <= 1 && g_size >= 2 ? c : 0;
+  case OP_SENDRECV: return c;
   default: return 0;
   }
 }
@@ -256,6 +268,7 @@ static float expected(int op, size_t c, size_t k) {
   case OP_GATHER: return tag_val((int)blk, 2, j);
   case OP_SCATTER: return tag_val(g_rank, 3, k);
   case OP_PINGPONG: return tag_val(1 - g_rank, 5, k);
+  case OP_SENDRECV: return tag_val((g_rank + n - 1) % n, 6, k);
   default: return 0.0f;
   }
 }
@@ -480,7 +493,7 @@ static void usage(void) {
       "  -f FACTOR   size step (default 4)\n"
       "  -o OPS      comma list of: allreduce bcast reduce allgather\n"
       "              reduce_scatter(=reduce_scatter_block) alltoall gather\n"
-      "              scatter barrier pingpong, or all (default all)\n"
+      "              scatter barrier pingpong sendrecv, or all (default all)\n"
       "  -i ITERS    most calls per timed batch (default 1000)\n"
       "  -w WARMUP   most warm-up calls per size (default 20)\n"
       "  -r REPS     timed batches per size, median printed (default 5, max 64)\n"

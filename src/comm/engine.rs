@@ -717,6 +717,28 @@ impl Engine {
         self.wait(id, op).map(Some)
     }
 
+    /// A blocking receive from world rank `src` through a posted request:
+    /// `irecv` and `wait`. A truncation is in the status, as for `wait`.
+    pub fn recv_posted(
+        &mut self,
+        src: usize,
+        ctx: u32,
+        tag: Option<i32>,
+        buf: &mut [u8],
+        op: &'static str,
+    ) -> Result<Status> {
+        let m = Match {
+            source: Some(src),
+            ctx,
+            tag,
+        };
+        // SAFETY: `buf` outlives the request: it is waited for and freed
+        // before this returns (or the engine is poisoned, which drops every
+        // request's buffer).
+        let id = self.irecv(m, unsafe { RawBuf::new(buf.as_mut_ptr(), buf.len()) })?;
+        self.wait(id, op)
+    }
+
     /// Whether a `len`-byte send to `dst` waits for its receive (rendezvous
     /// over shared memory) instead of leaving eagerly.
     fn announces(&self, dst: usize, len: usize) -> bool {

@@ -21,7 +21,10 @@ use super::ptr::{self, is_in_place};
 use super::state::{call_if, Runtime};
 use crate::coll::back_to_back;
 use crate::coll::{self, Ctx};
-use crate::comm::{engine::Engine, Comm};
+use crate::comm::{
+    engine::{Engine, Status},
+    Comm,
+};
 use crate::error::Result;
 use crate::reduce::KernelFn;
 use std::os::raw::{c_int, c_void};
@@ -366,6 +369,37 @@ pub fn send(
     })
 }
 
+/// A receive's tag: `Some(None)` for any, `None` for an invalid one.
+fn recv_tag(tag: c_int) -> Option<Option<i32>> {
+    match tag {
+        MPI_ANY_TAG => Some(None),
+        t if t >= 0 => Some(Some(t)),
+        _ => None,
+    }
+}
+
+/// The world rank of member `rank` of the lane's communicator.
+fn member(l: &Lane, rank: c_int) -> Option<usize> {
+    let r = usize::try_from(rank).ok().filter(|&r| r < l.size())?;
+    Some(l.comm.world_rank(r))
+}
+
+/// Writes a received message's status (`source` as the caller named it);
+/// `status` is non-null.
+fn put_recv_status(status: *mut MPI_Status, source: c_int, st: &Status) {
+    let st = MPI_Status {
+        count_lo: st.bytes as u32 as c_int,
+        count_hi_and_cancelled: (((st.bytes as u64) >> 32) << 1) as c_int,
+        MPI_SOURCE: source,
+        MPI_TAG: st.tag,
+        MPI_ERROR: st
+            .error
+            .clone()
+            .map_or(MPI_SUCCESS, |e| MpiErr::from(e).class),
+    };
+    ptr::put_status(status, st).expect("status checked non-null");
+}
+
 /// `MPI_Recv` of a predefined type from one member, when the message can
 /// be taken straight off the link without a request (see
 /// `Engine::recv_now`); the general path posts, matches, waits for and
@@ -383,32 +417,78 @@ pub fn recv(
     status: *mut MPI_Status,
 ) -> Option<c_int> {
     let (bytes, _) = sized(count, dt)?;
-    let tag = match tag {
-        MPI_ANY_TAG => None,
-        t if t >= 0 => Some(t),
-        _ => return None,
-    };
+    let tag = recv_tag(tag)?;
     if !plain(buf) || status.is_null() {
         return None;
     }
     lane("MPI_Recv", comm, |l| {
-        let s = usize::try_from(source).ok().filter(|&s| s < l.size())?;
-        let (from, ctx) = (l.comm.world_rank(s), l.comm.p2p_ctx());
+        let (from, ctx) = (member(&l, source)?, l.comm.p2p_ctx());
         // SAFETY: non-null, count elements of dt (MPI contract).
         let data = unsafe { ptr::bytes_mut(buf, bytes) };
         let st = match l.eng.recv_now(from, ctx, tag, data, "MPI_Recv") {
-            Ok(Some(st)) => st,
-            Ok(None) => return None,
+            Ok(st) => st?,
             Err(e) => return Some(Err(e)),
         };
-        let st = MPI_Status {
-            count_lo: st.bytes as u32 as c_int,
-            count_hi_and_cancelled: (((st.bytes as u64) >> 32) << 1) as c_int,
-            MPI_SOURCE: source,
-            MPI_TAG: st.tag,
-            MPI_ERROR: MPI_SUCCESS,
-        };
-        ptr::put_status(status, st).expect("status checked non-null");
+        put_recv_status(status, source, &st);
         Some(Ok(()))
+    })
+}
+
+/// `MPI_Sendrecv` of predefined types between members, when the send
+/// leaves at once (`Engine::send_now`): the receive then completes here,
+/// without a request where `Engine::recv_now` can take it, else as a
+/// posted one. Every argument of both halves is checked before anything
+/// is sent, so a call the lane declines has changed nothing. 2 ranks
+/// exchanging with each other, us per call, alternated runs, general path
+/// / this (Open MPI): 8 B 0.310-0.313 / 0.128-0.129 (0.159-0.164), 128 B
+/// 0.333-0.335 / 0.157-0.159 (0.186-0.190), 1 KiB 0.462-0.466 /
+/// 0.267-0.330 (0.393-0.417).
+#[allow(clippy::too_many_arguments)] // MPI_Sendrecv's own arguments
+pub fn sendrecv(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rtype: MPI_Datatype,
+    source: c_int,
+    rtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> Option<c_int> {
+    let (sbytes, _) = sized(scount, stype)?;
+    let (rbytes, _) = sized(rcount, rtype)?;
+    let rtag = recv_tag(rtag)?;
+    if !plain(sbuf)
+        || !plain(rbuf)
+        || stag < 0
+        || status.is_null()
+        || !apart(sbuf, sbytes, rbuf, rbytes)
+    {
+        return None;
+    }
+    lane("MPI_Sendrecv", comm, |l| {
+        let (to, from, ctx) = (member(&l, dest)?, member(&l, source)?, l.comm.p2p_ctx());
+        // SAFETY: non-null, sized by count and type (MPI contract), apart.
+        let (out, into) = unsafe { (ptr::bytes(sbuf, sbytes), ptr::bytes_mut(rbuf, rbytes)) };
+        match l.eng.send_now(to, ctx, stag, out) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        // Sent: from here the receive must complete in this call.
+        let got = match l.eng.recv_now(from, ctx, rtag, into, "MPI_Sendrecv") {
+            Ok(Some(st)) => Ok(st),
+            Ok(None) => l.eng.recv_posted(from, ctx, rtag, into, "MPI_Sendrecv"),
+            Err(e) => Err(e),
+        };
+        let st = match got {
+            Ok(st) => st,
+            Err(e) => return Some(Err(e)),
+        };
+        put_recv_status(status, source, &st);
+        Some(st.error.map_or(Ok(()), Err))
     })
 }

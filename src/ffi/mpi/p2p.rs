@@ -360,6 +360,12 @@ pub extern "C" fn PMPI_Sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
+    if let Some(rc) = super::lane::sendrecv(
+        sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
+        comm, status,
+    ) {
+        return rc;
+    }
     call("MPI_Sendrecv", comm, |rt| {
         if status.is_null() {
             return Err(MpiErr::new(
