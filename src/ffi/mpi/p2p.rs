@@ -4,7 +4,7 @@
 use super::consts::*;
 use super::errors::{MpiErr, MpiResult};
 use super::ptr;
-use super::state::{call, ReqEntry, Runtime};
+use super::state::{call, ReqEntry, Runtime, StatusSource};
 use crate::comm::buffer::RawBuf;
 use crate::comm::engine::{Match, Status};
 use std::os::raw::{c_int, c_void};
@@ -54,7 +54,6 @@ fn error_class(st: &Status) -> c_int {
 struct SendPlan {
     to: Option<(usize, u32, i32)>,
     raw: RawBuf,
-    members: std::sync::Arc<[usize]>,
     comm: MPI_Comm,
 }
 
@@ -80,16 +79,10 @@ impl Runtime {
             Peer::Rank(d) => Some((c.world_rank(d), c.p2p_ctx(), tag)),
             _ => None,
         };
-        let members = c.members_shared();
         // SAFETY: MPI requires the buffer to stay valid and unmodified until
         // the request completes; `bytes` is what count and datatype cover.
         let raw = unsafe { RawBuf::new(buf as *mut u8, bytes) };
-        Ok(SendPlan {
-            to,
-            raw,
-            members,
-            comm,
-        })
+        Ok(SendPlan { to, raw, comm })
     }
 
     fn start_send(&mut self, p: SendPlan, op: &'static str) -> MpiResult<ReqEntry> {
@@ -99,7 +92,7 @@ impl Runtime {
         };
         Ok(ReqEntry {
             id,
-            members: p.members,
+            source: StatusSource::Unnamed,
             recv_type: None,
             comm: p.comm,
         })
@@ -134,19 +127,18 @@ impl Runtime {
         let src = peer(source, c.size(), true)?;
         let tag = tag_of(tag, true)?;
         ptr::check_buf(buf, bytes, "receive buffer")?;
-        let members = c.members_shared();
         let recv_type = Some(t);
-        let source = match src {
+        let (source, names) = match src {
             Peer::Null => {
                 return Ok(ReqEntry {
                     id: None,
-                    members,
+                    source: StatusSource::Unnamed,
                     recv_type,
                     comm,
                 })
             }
-            Peer::Any => None,
-            Peer::Rank(r) => Some(c.world_rank(r)),
+            Peer::Any => (None, StatusSource::Any(c.members_shared())),
+            Peer::Rank(r) => (Some(c.world_rank(r)), StatusSource::Rank(r as c_int)),
         };
         let m = Match {
             source,
@@ -159,7 +151,7 @@ impl Runtime {
         let id = self.eng.irecv(m, raw)?;
         Ok(ReqEntry {
             id: Some(id),
-            members,
+            source: names,
             recv_type,
             comm,
         })
@@ -179,11 +171,14 @@ impl Runtime {
             return empty_status(MPI_ANY_SOURCE);
         };
         let data = t.data_bytes(st.bytes);
-        let source = e
-            .members
-            .iter()
-            .position(|&w| w == st.source)
-            .map_or(MPI_ANY_SOURCE, |r| r as c_int);
+        let source = match &e.source {
+            StatusSource::Rank(r) => *r,
+            StatusSource::Any(members) => members
+                .iter()
+                .position(|&w| w == st.source)
+                .map_or(MPI_ANY_SOURCE, |r| r as c_int),
+            StatusSource::Unnamed => MPI_ANY_SOURCE,
+        };
         MPI_Status {
             count_lo: data as u32 as c_int,
             count_hi_and_cancelled: (((data as u64) >> 32) << 1) as c_int,

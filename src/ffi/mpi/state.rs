@@ -73,12 +73,27 @@ pub struct ReqEntry {
     /// The engine request, or `None` when it completed at once
     /// (`MPI_PROC_NULL`).
     pub id: Option<ReqId>,
-    /// The communicator's members, to turn world ranks into its ranks.
-    pub members: Arc<[usize]>,
+    /// Where a receive's status finds its source's rank in the
+    /// communicator.
+    pub source: StatusSource,
     /// For receives, the datatype, to report counts in its units.
     pub recv_type: Option<super::types::TypeInfo>,
     /// The communicator handle, whose error handler applies at completion.
     pub comm: MPI_Comm,
+}
+
+/// How a request's status names the sender in its communicator.
+pub enum StatusSource {
+    /// A send, or a receive from `MPI_PROC_NULL`: no sender to name.
+    Unnamed,
+    /// A receive from this rank of the communicator.
+    Rank(std::os::raw::c_int),
+    /// An `MPI_ANY_SOURCE` receive: the communicator's members, to turn
+    /// the sender's world rank into its rank. Only here is the list shared:
+    /// each clone and drop of an `Arc` is a locked instruction, which waits
+    /// for the call's stores to reach the cache (after a send, a ring post
+    /// whose line the peer holds).
+    Any(Arc<[usize]>),
 }
 
 /// Everything `MPI_Init` sets up.
