@@ -695,15 +695,7 @@ impl Engine {
         if got == len {
             return Ok(Some(recv_status(src, &frame, buf.len())));
         }
-        // SAFETY: `buf` outlives the request: it is waited for and freed
-        // before this returns (or the engine is poisoned, which drops every
-        // request's buffer).
-        let raw = unsafe { RawBuf::new(buf.as_mut_ptr(), buf.len()) };
-        let m = Match {
-            source: Some(src),
-            ctx,
-            tag,
-        };
+        let (m, raw) = blocking_recv(src, ctx, tag, buf);
         let id = self.alloc(Kind::Recv {
             m,
             buf: raw,
@@ -727,15 +719,8 @@ impl Engine {
         buf: &mut [u8],
         op: &'static str,
     ) -> Result<Status> {
-        let m = Match {
-            source: Some(src),
-            ctx,
-            tag,
-        };
-        // SAFETY: `buf` outlives the request: it is waited for and freed
-        // before this returns (or the engine is poisoned, which drops every
-        // request's buffer).
-        let id = self.irecv(m, unsafe { RawBuf::new(buf.as_mut_ptr(), buf.len()) })?;
+        let (m, raw) = blocking_recv(src, ctx, tag, buf);
+        let id = self.irecv(m, raw)?;
         self.wait(id, op)
     }
 
@@ -1766,6 +1751,20 @@ fn exact_fill(st: &Status, want: usize, op: &str) -> Result<()> {
          (ranks passed different counts or datatypes)",
         st.source
     )))
+}
+
+/// The match and buffer of a receive from `src` into `buf` that the
+/// caller waits for before it returns (`recv_now`, `recv_posted`).
+fn blocking_recv(src: usize, ctx: u32, tag: Option<i32>, buf: &mut [u8]) -> (Match, RawBuf) {
+    let m = Match {
+        source: Some(src),
+        ctx,
+        tag,
+    };
+    // SAFETY: the request is waited for and freed before the caller
+    // returns, within `buf`'s borrow (or the engine is poisoned, which drops
+    // every request's buffer).
+    (m, unsafe { RawBuf::new(buf.as_mut_ptr(), buf.len()) })
 }
 
 fn recv_status(src: usize, f: &Frame, cap: usize) -> Status {
