@@ -671,8 +671,8 @@ impl Engine {
         let mut hdr = [0u8; FRAME_BYTES];
         let mut idle = 0;
         // Where ranks outnumber cores, a sender that is not running now
-        // cannot send during a spin: the posted wait hands the core over at
-        // once. 4 ranks on 2 cores, sendrecv 8-128 B, us, alternated,
+        // cannot send during a spin: the posted wait, which hands the core
+        // over, comes at once. 4 ranks on 2 cores, sendrecv 8-128 B, us, alternated,
         // spinning / not: 2.22-2.71 / 1.66-1.74 (Open MPI 1.92-2.24, or
         // 3.76-4.02 by run).
         let off_cpu = self.informed && self.on_seg[src].is_some_and(|q| self.peer_cpu(q) == 0);
@@ -987,8 +987,8 @@ impl Engine {
             // One request (every blocking call): its peer, without a `Vec`.
             // Where ranks outnumber cores, past its spin it polls on while
             // that peer runs on another core and yields while it does not
-            // (`wait_for_running`'s rule, with this wait's spin). 4 ranks on 2 cores, us,
-            // alternated, before/after: sendrecv 8 B 2.27-2.71 / 1.68-1.76,
+            // (`wait_for_running`'s rule, with this wait's spin). 4 ranks on
+            // 2 cores, us, alternated, before/after: sendrecv 8 B 2.27-2.71 / 1.68-1.76,
             // 4 KiB 3.00-3.17 (spin only) / 2.37-2.40; pingpong 32 KiB
             // 4.09-4.18 / 2.83-2.94, 64 KiB 8.3-8.6 / 5.1-5.2; gather 4 MiB
             // 166-168 / 144-145; scatter 4 MiB 151-152 / 156.

@@ -17,6 +17,7 @@ use super::consts::*;
 use super::datatypes::{self, Builtin};
 use super::errors::MpiErr;
 use super::ops::{builtin_kernel, builtin_op, builtin_reducer};
+use super::p2p::{received_status, tag_of};
 use super::ptr::{self, is_in_place};
 use super::state::{call_if, Runtime};
 use crate::coll::back_to_back;
@@ -357,8 +358,7 @@ pub fn send(
         return None;
     }
     lane("MPI_Send", comm, |l| {
-        let d = usize::try_from(dest).ok().filter(|&d| d < l.size())?;
-        let (to, ctx) = (l.comm.world_rank(d), l.comm.p2p_ctx());
+        let (to, ctx) = (member(&l, dest)?, l.comm.p2p_ctx());
         // SAFETY: non-null, count elements of dt (MPI contract).
         let data = unsafe { ptr::bytes(buf, bytes) };
         // Not sent at once: decline, and the general path posts it.
@@ -369,34 +369,16 @@ pub fn send(
     })
 }
 
-/// A receive's tag: `Some(None)` for any, `None` for an invalid one.
-fn recv_tag(tag: c_int) -> Option<Option<i32>> {
-    match tag {
-        MPI_ANY_TAG => Some(None),
-        t if t >= 0 => Some(Some(t)),
-        _ => None,
-    }
-}
-
 /// The world rank of member `rank` of the lane's communicator.
 fn member(l: &Lane, rank: c_int) -> Option<usize> {
     let r = usize::try_from(rank).ok().filter(|&r| r < l.size())?;
     Some(l.comm.world_rank(r))
 }
 
-/// Writes a received message's status (`source` as the caller named it);
-/// `status` is non-null.
+/// Writes a received message's status (`source` as the caller named it;
+/// predefined types, so every byte is data); `status` is non-null.
 fn put_recv_status(status: *mut MPI_Status, source: c_int, st: &Status) {
-    let st = MPI_Status {
-        count_lo: st.bytes as u32 as c_int,
-        count_hi_and_cancelled: (((st.bytes as u64) >> 32) << 1) as c_int,
-        MPI_SOURCE: source,
-        MPI_TAG: st.tag,
-        MPI_ERROR: st
-            .error
-            .clone()
-            .map_or(MPI_SUCCESS, |e| MpiErr::from(e).class),
-    };
+    let st = received_status(source, st, st.bytes);
     ptr::put_status(status, st).expect("status checked non-null");
 }
 
@@ -417,7 +399,7 @@ pub fn recv(
     status: *mut MPI_Status,
 ) -> Option<c_int> {
     let (bytes, _) = sized(count, dt)?;
-    let tag = recv_tag(tag)?;
+    let tag = tag_of(tag, true).ok()?;
     if !plain(buf) || status.is_null() {
         return None;
     }
@@ -460,7 +442,7 @@ pub fn sendrecv(
 ) -> Option<c_int> {
     let (sbytes, _) = sized(scount, stype)?;
     let (rbytes, _) = sized(rcount, rtype)?;
-    let rtag = recv_tag(rtag)?;
+    let rtag = tag_of(rtag, true).ok()?;
     if !plain(sbuf)
         || !plain(rbuf)
         || stag < 0

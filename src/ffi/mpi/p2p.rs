@@ -28,7 +28,7 @@ fn peer(rank: c_int, size: usize, any_ok: bool) -> MpiResult<Peer> {
     }
 }
 
-fn tag_of(tag: c_int, any_ok: bool) -> MpiResult<Option<i32>> {
+pub(super) fn tag_of(tag: c_int, any_ok: bool) -> MpiResult<Option<i32>> {
     match tag {
         MPI_ANY_TAG if any_ok => Ok(None),
         t if t >= 0 => Ok(Some(t)),
@@ -41,6 +41,18 @@ fn empty_status(source: c_int) -> MPI_Status {
         MPI_SOURCE: source,
         MPI_TAG: MPI_ANY_TAG,
         ..Default::default()
+    }
+}
+
+/// The status of a message received from `source` (its rank in the
+/// communicator) carrying `data` data bytes.
+pub(super) fn received_status(source: c_int, st: &Status, data: usize) -> MPI_Status {
+    MPI_Status {
+        count_lo: data as u32 as c_int,
+        count_hi_and_cancelled: (((data as u64) >> 32) << 1) as c_int,
+        MPI_SOURCE: source,
+        MPI_TAG: st.tag,
+        MPI_ERROR: error_class(st),
     }
 }
 
@@ -179,13 +191,7 @@ impl Runtime {
                 .map_or(MPI_ANY_SOURCE, |r| r as c_int),
             StatusSource::Unnamed => MPI_ANY_SOURCE,
         };
-        MPI_Status {
-            count_lo: data as u32 as c_int,
-            count_hi_and_cancelled: (((data as u64) >> 32) << 1) as c_int,
-            MPI_SOURCE: source,
-            MPI_TAG: st.tag,
-            MPI_ERROR: error_class(&st),
-        }
+        received_status(source, &st, data)
     }
 
     /// Removes a request from the table; its communicator's error handler
