@@ -53,6 +53,9 @@ step cargo-test-tcp env FERROCOLL_TRANSPORT=tcp FERROCOLL_NSOCKS=3 cargo test --
 step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 step build cmake --build "$build" -j "$(nproc)"
 step ctest run_ctest
+# The GPU tests of the NCCL face: they print SKIP with the reason where there
+# is no nvcc or no GPU (as on CI), and run on the device machine.
+step gpu env LIBDIR="$PWD/target/release" BUILD="$build/gpu" c_tests/gpu/run.sh tests
 # The C tests again, built with AddressSanitizer (leaks included), and the
 # pure-Rust unit tests under Miri where a nightly toolchain has it.
 step sanitizers env BUILD_DIR="${build}-asan" tests/robustness/sanitizers.sh

@@ -6,7 +6,9 @@
 //! | `FERROCOLL_TIMEOUT` | `0` (off) | seconds a collective or point-to-point wait may block before failing |
 //! | `FERROCOLL_SETUP_TIMEOUT` | `60` | seconds `MPI_Init` waits for the other ranks |
 //! | `FERROCOLL_CHECK` | `0` | `1`: before every collective the ranks compare what they were called with (collective, count, type, op, root); a mismatch fails on every rank with an error naming both sides instead of hanging or corrupting data |
-//! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial` |
+//! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial`; `gpu=staged`: NCCL calls on device buffers go through host memory instead of CUDA IPC |
+//! | `FERROCOLL_GPU` | `0` | `1`: NCCL calls on GPU device buffers run on ferrocoll's device path (not yet verified on a GPU; see README, "GPUs"); `0`: they are refused with `ncclInvalidUsage` |
+//! | `FERROCOLL_GPU_STAGING_BYTES` | `67108864` | pinned host memory per communicator for NCCL calls on device buffers that are staged through host memory (larger ones use pageable memory) |
 //! | `FERROCOLL_SHM_RING_BYTES` | `1048576` | bytes of each per-pair shared-memory ring |
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
 //! | `FERROCOLL_RNDV_BYTES` | `65536` | messages from this size wait for the matching receive and land directly in its buffer |
@@ -75,6 +77,12 @@ pub struct Params {
     pub socket_cc: Option<String>,
     /// `FERROCOLL_BIND`.
     pub bind: crate::bootstrap::bind::Bind,
+    /// `FERROCOLL_GPU`: NCCL calls on device buffers run (1) or are refused (0).
+    pub gpu: bool,
+    /// `FERROCOLL_GPU_STAGING_BYTES`: pinned host memory per communicator
+    /// for the NCCL device path's host staging (larger batches stage
+    /// through pageable memory).
+    pub gpu_staging: usize,
 }
 
 /// Most sockets per pair of ranks (`FERROCOLL_NSOCKS`).
@@ -153,6 +161,10 @@ impl Params {
                 Some(name) => Some(name.to_string()),
             },
             bind: crate::bootstrap::bind::Bind::parse(get("FERROCOLL_BIND").as_deref()),
+            gpu: get("FERROCOLL_GPU").is_some_and(|v| v.trim() == "1"),
+            gpu_staging: get("FERROCOLL_GPU_STAGING_BYTES")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(64 << 20),
         }
     }
 

@@ -5,6 +5,7 @@
 #![allow(non_snake_case)]
 
 use super::comm::{shared_of, Shared};
+use super::device;
 use super::group;
 use super::result::{entry, NcclErr, NcclResult};
 use super::types::*;
@@ -55,6 +56,10 @@ fn reduction(sh: &Shared, op: ncclRedOpArg, ty: ElemType) -> NcclResult<Red> {
             }
             Red::PreMul(match pm.scalar {
                 Scalar::Value(v) => v,
+                // Read on the device path once the stream reaches the call.
+                Scalar::At(a) if crate::gpu::is_device_memory(a as *const c_void) => {
+                    return Ok(Red::PreMulAt(a))
+                }
                 // SAFETY: ncclRedOpCreatePreMulSum checked it non-null; the
                 // caller keeps it valid while the op exists (NCCL's rule).
                 Scalar::At(a) => unsafe {
@@ -65,11 +70,11 @@ fn reduction(sh: &Shared, op: ncclRedOpArg, ty: ElemType) -> NcclResult<Red> {
     })
 }
 
-/// Host mode runs on the calling thread. With a CUDA driver, a call on a
-/// stream first waits for the work queued on it (so it sees that work's
-/// results; it completes before returning, so later work sees its own).
-/// Without one there is no stream to order against, and anything but NULL is
-/// refused rather than ignored.
+/// Host mode (host buffers) runs on the calling thread. With a CUDA driver,
+/// a call on a stream first waits for the work queued on it (so it sees that
+/// work's results; it completes before returning, so later work sees its
+/// own). Without one there is no stream to order against, and anything but
+/// NULL is refused rather than ignored. Device buffers take the device path.
 fn check_stream(stream: cudaStream_t) -> NcclResult<()> {
     if stream.is_null() {
         return Ok(());
@@ -96,17 +101,10 @@ fn size(count: usize, ty: ElemType, blocks: usize) -> NcclResult<usize> {
         .ok_or_else(|| NcclErr::arg(format!("count {count} is too large")))
 }
 
-/// A significant buffer must be non-null when it holds bytes, and host
-/// memory (this build has no device path).
+/// A significant buffer must be non-null when it holds bytes.
 fn need(p: *const c_void, bytes: usize, what: &str) -> NcclResult<usize> {
     if p.is_null() && bytes > 0 {
         return Err(NcclErr::arg(format!("{what} is NULL")));
-    }
-    if bytes > 0 && crate::gpu::is_device_memory(p) {
-        return Err(NcclErr::usage(format!(
-            "{what} is GPU device memory: this build runs NCCL calls on host memory only \
-             (use host or managed memory)"
-        )));
     }
     Ok(p as usize)
 }
@@ -125,18 +123,29 @@ fn apart_or_in_place(a: usize, alen: usize, b: usize, blen: usize, at: usize) ->
     Ok(())
 }
 
-/// What every call checks first: handle, type, stream.
+/// What every call checks first: handle, type (the stream is checked once
+/// the buffers say which path runs the call).
 fn common(
     comm: ncclComm_t,
     datatype: ncclDataTypeArg,
-    stream: cudaStream_t,
+    _stream: cudaStream_t,
 ) -> NcclResult<(Arc<Shared>, ElemType)> {
     // SAFETY: shared_of checks the handle.
     let sh = unsafe { shared_of(comm) }?;
     sh.check_open()?;
     let ty = elem_type(datatype)?;
-    check_stream(stream)?;
     Ok((sh, ty))
+}
+
+/// Picks the path from the buffers (all device memory, or all host memory)
+/// and checks the stream for it.
+fn place(sh: &Shared, job: &mut Job) -> NcclResult<()> {
+    job.device = device::on_device(job, sh.size, sh.rank)?;
+    if job.device {
+        device::check_stream(job.stream)
+    } else {
+        check_stream(job.stream as cudaStream_t)
+    }
 }
 
 fn check_root(root: c_int, n: usize, what: &str) -> NcclResult<usize> {
@@ -150,7 +159,10 @@ fn check_root(root: c_int, n: usize, what: &str) -> NcclResult<usize> {
 /// again by its `ncclGroupEnd`.
 fn issue(name: &'static str, f: impl FnOnce() -> NcclResult<(Arc<Shared>, Job)>) -> ncclResult_t {
     entry(name, || {
-        let r = f().and_then(|(sh, job)| group::submit(sh, job));
+        let r = f().and_then(|(sh, mut job)| {
+            place(&sh, &mut job)?;
+            group::submit(sh, job)
+        });
         if let Err(e) = &r {
             group::note_failure(e);
         }
@@ -184,6 +196,8 @@ fn all_reduce(
             count,
             ty,
             red: Some(red),
+            stream: stream as usize,
+            device: false,
         };
         Ok((sh, job))
     })
@@ -220,6 +234,8 @@ fn reduce(
             count,
             ty,
             red: Some(red),
+            stream: stream as usize,
+            device: false,
         };
         Ok((sh, job))
     })
@@ -255,6 +271,8 @@ fn broadcast(
             count,
             ty,
             red: None,
+            stream: stream as usize,
+            device: false,
         };
         Ok((sh, job))
     })
@@ -287,6 +305,8 @@ fn reduce_scatter(
             count: recvcount,
             ty,
             red: Some(red),
+            stream: stream as usize,
+            device: false,
         };
         Ok((sh, job))
     })
@@ -337,6 +357,8 @@ fn blocks(
             count,
             ty,
             red: None,
+            stream: stream as usize,
+            device: false,
         };
         Ok((sh, job))
     })
@@ -377,6 +399,8 @@ fn p2p(
             count,
             ty,
             red: None,
+            stream: stream as usize,
+            device: false,
         };
         Ok((sh, job))
     })

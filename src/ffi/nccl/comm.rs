@@ -124,6 +124,8 @@ pub struct Shared {
     pub finalized: AtomicBool,
     /// PreMulSum operations created on it (index + `ncclNumOps` is the handle).
     pub redops: Mutex<Vec<Option<super::work::PreMul>>>,
+    /// What its device-buffer calls hold (stream, staging, mappings).
+    device_state: OnceLock<Arc<Mutex<super::device::DeviceState>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -146,6 +148,7 @@ impl Shared {
             failure: Mutex::new(None),
             finalized: AtomicBool::new(false),
             redops: Mutex::new(Vec::new()),
+            device_state: OnceLock::new(),
         })
     }
 
@@ -161,7 +164,7 @@ impl Shared {
     }
 
     /// Joins the communicator `id` names and records the outcome.
-    pub fn set_up(&self, id: &UniqueId) -> NcclResult<()> {
+    pub fn set_up(self: &Arc<Self>, id: &UniqueId) -> NcclResult<()> {
         let r = unique_id::join(id, self.size, self.rank).map_err(NcclErr::from);
         let mut st = lock(&self.state);
         let out = match r {
@@ -189,6 +192,9 @@ impl Shared {
         self.setting_up.store(false, Ordering::SeqCst);
         drop(st);
         self.ready.notify_all();
+        if out.is_ok() {
+            super::device::prepare(self);
+        }
         out
     }
 
@@ -231,6 +237,18 @@ impl Shared {
             }
         }
         out
+    }
+
+    /// The state of its device calls, made by `make` on first use.
+    pub fn device_state(
+        &self,
+        make: impl FnOnce() -> NcclResult<super::device::DeviceState>,
+    ) -> NcclResult<Arc<Mutex<super::device::DeviceState>>> {
+        if let Some(d) = self.device_state.get() {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(Mutex::new(make()?));
+        Ok(self.device_state.get_or_init(|| d).clone())
     }
 
     /// `ncclCommGetAsyncError`: in progress, the first failure, or success.

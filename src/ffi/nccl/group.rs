@@ -48,7 +48,19 @@ pub fn submit(shared: Arc<Shared>, job: Job) -> NcclResult<()> {
     });
     match queued {
         Some(()) => Ok(()),
-        None => shared.with_core(|core| run_batch(std::slice::from_ref(&job), core)),
+        None => run_on(&shared, vec![job]),
+    }
+}
+
+/// Runs one communicator's operations, on host buffers or (the device
+/// path) on device buffers, never both in one batch.
+fn run_on(shared: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
+    match jobs.iter().filter(|j| j.device).count() {
+        0 => shared.with_core(|core| run_batch(&jobs, core)),
+        d if d == jobs.len() => super::device::submit(shared, jobs),
+        _ => Err(NcclErr::usage(
+            "a group mixes device-memory and host-memory buffers on one communicator",
+        )),
     }
 }
 
@@ -150,7 +162,7 @@ fn run_jobs(jobs: Vec<(Arc<Shared>, Job)>) -> NcclResult<()> {
             None => batches.push((sh, vec![job])),
         }
     }
-    let run = |(sh, v): &(Arc<Shared>, Vec<Job>)| sh.with_core(|core| run_batch(v, core));
+    let run = |(sh, v): &(Arc<Shared>, Vec<Job>)| run_on(sh, v.clone());
     match &batches[..] {
         [] => Ok(()),
         [one] => run(one),

@@ -63,7 +63,7 @@ fn init_rank(
     // SAFETY: NCCL's contract: a config from NCCL_CONFIG_INITIALIZER or NULL.
     let s = unsafe { settings(cfg) }?;
     let uid = decode_id(id)?;
-    let shared = Shared::pending(rank, size, 0, s);
+    let shared = Shared::pending(rank, size, crate::gpu::current_device().unwrap_or(0), s);
     // SAFETY: checked non-null; the caller passes room for one handle.
     unsafe { *out = new_handle(shared.clone()) };
     start_set_up(shared, uid)

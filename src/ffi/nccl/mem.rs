@@ -1,6 +1,8 @@
-//! Memory exports. Host mode: `ncclMemAlloc` gives page-aligned host
-//! memory, and registration records the range and returns a handle (there
-//! is nothing to pin or map, but handles are checked like NCCL's).
+//! Memory exports. `ncclMemAlloc` gives device memory of the calling
+//! thread's current device when CUDA is present and the thread has a
+//! context (as NCCL does), else page-aligned host memory (host mode).
+//! Registration records the range and returns a handle (there is nothing to
+//! pin or map, but handles are checked like NCCL's).
 
 #![allow(non_snake_case)]
 
@@ -11,8 +13,8 @@ use std::collections::HashMap;
 use std::os::raw::c_void;
 use std::sync::Mutex;
 
-/// Blocks `ncclMemAlloc` handed out: address -> size.
-static ALLOCATED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
+/// Blocks `ncclMemAlloc` handed out: address -> (size, on the device).
+static ALLOCATED: Mutex<Option<HashMap<usize, (usize, bool)>>> = Mutex::new(None);
 /// Registration handles: handle address -> (buffer, size).
 static REGISTERED: Mutex<Option<HashMap<usize, (usize, usize)>>> = Mutex::new(None);
 
@@ -34,8 +36,16 @@ pub extern "C" fn pncclMemAlloc(ptr: *mut *mut c_void, size: usize) -> ncclResul
             return Err(NcclErr::arg("ptr is NULL"));
         }
         let l = layout(size).ok_or_else(|| NcclErr::arg(format!("size {size} is too large")))?;
-        // SAFETY: the layout has a non-zero size.
-        let p = unsafe { std::alloc::alloc_zeroed(l) };
+        let on_device = crate::gpu::current_device().is_some();
+        let p = if on_device {
+            crate::gpu::driver::alloc(size.max(1)).map_err(|e| NcclErr {
+                code: ncclResult_t::ncclUnhandledCudaError,
+                msg: e.0,
+            })? as *mut u8
+        } else {
+            // SAFETY: the layout has a non-zero size.
+            unsafe { std::alloc::alloc_zeroed(l) }
+        };
         if p.is_null() {
             return Err(NcclErr {
                 code: ncclResult_t::ncclSystemError,
@@ -46,7 +56,7 @@ pub extern "C" fn pncclMemAlloc(ptr: *mut *mut c_void, size: usize) -> ncclResul
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert_with(HashMap::new)
-            .insert(p as usize, size);
+            .insert(p as usize, (size, on_device));
         // SAFETY: checked non-null.
         unsafe { *ptr = p as *mut c_void };
         Ok(())
@@ -66,12 +76,18 @@ pub extern "C" fn pncclMemFree(ptr: *mut c_void) -> ncclResult_t {
         if ptr.is_null() {
             return Ok(());
         }
-        let size = ALLOCATED
+        let (size, on_device) = ALLOCATED
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert_with(HashMap::new)
             .remove(&(ptr as usize))
             .ok_or_else(|| NcclErr::arg("ptr did not come from ncclMemAlloc"))?;
+        if on_device {
+            return crate::gpu::driver::free(ptr as usize).map_err(|e| NcclErr {
+                code: ncclResult_t::ncclUnhandledCudaError,
+                msg: e.0,
+            });
+        }
         let l = layout(size).expect("allocated with this layout");
         // SAFETY: allocated by ncclMemAlloc with this layout, freed once.
         unsafe { std::alloc::dealloc(ptr as *mut u8, l) };

@@ -1,6 +1,7 @@
 //! The NCCL face (`include/nccl.h`): NVIDIA's API and ABI over the same
 //! core as the MPI face. Host mode: buffers are host memory and every call
-//! completes before it returns (the stream must be NULL).
+//! completes before it returns (with no CUDA driver the stream must be
+//! NULL). Device buffers (`device`) run stream-ordered on a proxy thread.
 
 // Exports take C's pointers by value, as NCCL declares them; each one is
 // checked before it is dereferenced.
@@ -8,6 +9,7 @@
 
 pub mod coll;
 pub mod comm;
+pub mod device;
 pub mod device_api;
 pub mod group;
 pub mod init;

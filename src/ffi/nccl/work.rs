@@ -40,6 +40,10 @@ pub enum Red {
     Avg,
     /// Inputs multiplied by the scalar (its bytes), then summed.
     PreMul(Vec<u8>),
+    /// As `PreMul`, with the scalar in device memory at this address
+    /// (`ncclScalarDevice` on the device path), read when the stream
+    /// reaches the call.
+    PreMulAt(usize),
 }
 
 /// What an operation does.
@@ -80,6 +84,10 @@ pub struct Job {
     pub ty: ElemType,
     /// The reduction, for reducing collectives.
     pub red: Option<Red>,
+    /// The caller's stream (`cudaStream_t`; 0 is the legacy stream).
+    pub stream: usize,
+    /// Its buffers are device memory (the device path runs it).
+    pub device: bool,
 }
 
 impl Job {
@@ -104,7 +112,7 @@ impl Job {
             }
             Some(Red::Avg) => (Some(4), ", ncclAvg".to_string()),
             // Each rank may scale by its own scalar.
-            Some(Red::PreMul(_)) => (Some(5), ", a PreMulSum op".to_string()),
+            Some(Red::PreMul(_) | Red::PreMulAt(_)) => (Some(5), ", a PreMulSum op".to_string()),
         };
         let at = root.map(|r| format!(", root {r}")).unwrap_or_default();
         let text = format!(
@@ -173,13 +181,13 @@ unsafe fn bytes_mut<'a>(addr: usize, len: usize) -> &'a mut [u8] {
 }
 
 /// A multiplier for prescaling: float types use `F`, integer types `I`.
-enum Factor {
+pub(super) enum Factor {
     F(f64),
     I(i128),
 }
 
 /// Reads a scalar of `ty` as a factor.
-fn factor_of(ty: ElemType, b: &[u8]) -> Factor {
+pub(super) fn factor_of(ty: ElemType, b: &[u8]) -> Factor {
     let f = |x: f32| Factor::F(f64::from(x));
     let u16_at = || u16::from_ne_bytes([b[0], b[1]]);
     let arr = |n: usize| {
@@ -279,7 +287,8 @@ fn divide(ty: ElemType, buf: &mut [u8], n: usize) {
     }
 }
 
-fn is_float(ty: ElemType) -> bool {
+/// Whether `ty` is a floating-point type (`ncclAvg` scales those first).
+pub(super) fn is_float(ty: ElemType) -> bool {
     matches!(
         ty,
         ElemType::F16
@@ -325,6 +334,11 @@ fn plan(red: &Red, ty: ElemType, n: usize) -> NcclResult<Plan> {
             pre: Some(factor_of(ty, s)),
             divide: false,
         },
+        Red::PreMulAt(_) => {
+            return Err(NcclErr::usage(
+                "the PreMulSum scalar is device memory, but the buffers are host memory",
+            ))
+        }
     })
 }
 

@@ -1,0 +1,677 @@
+//! NCCL calls on device buffers. Opt-in (`FERROCOLL_GPU=1`) until the GPU
+//! tests (`c_tests/gpu/`) have passed on a GPU; without it device buffers
+//! are refused with a message naming the switch.
+//!
+//! A call waits for the work queued before it on the caller's stream, runs,
+//! and completes before it returns, so later work on any stream sees its
+//! result (NCCL returns before the work is done; see README, "GPUs"). An
+//! earlier design returned at once and made the stream wait on a device
+//! word (`cuStreamWaitValue32`) that a proxy thread set after running the
+//! operation on its own stream: on an H200 the proxy's copies and kernels
+//! then never ran, queued behind that wait (CUDA warns that such waits,
+//! invisible to its scheduler, may serialise unrelated streams).
+//!
+//! Two ways to run: peers on this host with shareable buffers (CUDA IPC) are
+//! reduced device to device by a kernel, each rank one slice written to
+//! every destination; anything else (other collectives, groups, buffers IPC
+//! cannot share, ranks on other hosts) is staged through pinned host memory
+//! and run by the host collectives.
+
+use super::comm::Shared;
+use super::result::{NcclErr, NcclResult};
+use super::types::ncclResult_t;
+use super::work::{self, Job, Kind, Red};
+use crate::coll::{self, Ctx};
+use crate::gpu::driver::{self, copy_async, Dir, Mappings, Pinned, Stream};
+use crate::gpu::kernel::{self, Args, MAX_RANKS};
+use crate::reduce::Op;
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+fn cuda(e: driver::GpuError) -> NcclErr {
+    NcclErr {
+        code: ncclResult_t::ncclUnhandledCudaError,
+        msg: e.0,
+    }
+}
+
+/// Bytes of the send and receive buffers that matter at rank `me`.
+pub fn spans(job: &Job, n: usize, me: usize) -> (usize, usize) {
+    let b = job.count * job.ty.extent();
+    let at = |r: usize, x: usize| if r == me { x } else { 0 };
+    match job.kind {
+        Kind::AllReduce => (b, b),
+        Kind::Broadcast(r) => (at(r, b), b),
+        Kind::Reduce(r) => (b, at(r, b)),
+        Kind::AllGather => (b, n * b),
+        Kind::ReduceScatter => (n * b, b),
+        Kind::AlltoAll => (n * b, n * b),
+        Kind::Gather(r) => (b, at(r, n * b)),
+        Kind::Scatter(r) => (at(r, n * b), b),
+        Kind::Send(_) => (b, 0),
+        Kind::Recv(_) => (0, b),
+    }
+}
+
+/// Whether `job`'s buffers are device memory: all of them or none, and
+/// only where the device path is switched on.
+pub fn on_device(job: &Job, n: usize, me: usize) -> NcclResult<bool> {
+    let (s, r) = spans(job, n, me);
+    let dev = |a: usize| crate::gpu::is_device_memory(a as *const _);
+    let (sd, rd) = (
+        (s > 0).then(|| dev(job.send)),
+        (r > 0).then(|| dev(job.recv)),
+    );
+    let device = match (sd, rd) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(NcclErr::usage(format!(
+            "sendbuff is {} but recvbuff is {}: both must be device memory, or both host memory",
+            if a { "device memory" } else { "host memory" },
+            if b { "device memory" } else { "host memory" },
+        )))
+        }
+        (Some(d), _) | (_, Some(d)) => d,
+        (None, None) => false,
+    };
+    if device && !crate::param::params().gpu {
+        return Err(NcclErr::usage(
+            "the buffers are GPU device memory: ferrocoll's device path is switched off by \
+             default until its GPU tests have passed on a GPU (set FERROCOLL_GPU=1 to use it; \
+             host and managed memory work without it)",
+        ));
+    }
+    Ok(device)
+}
+
+/// Checks a device call's stream: any stream of the process, but not one
+/// being captured into a CUDA graph.
+pub fn check_stream(stream: usize) -> NcclResult<()> {
+    driver::refuse_capture(stream).map_err(|e| NcclErr::usage(e.0))
+}
+
+/// What a communicator holds for its device calls.
+pub struct DeviceState {
+    device: c_int,
+    stream: Stream,
+    /// Pinned staging; larger batches stage through pageable memory.
+    staging: Pinned,
+    /// The reduction kernels are loaded.
+    kernels: bool,
+    /// Peers' buffers opened through CUDA IPC.
+    peers: Mappings,
+}
+
+impl DeviceState {
+    /// Makes the state of `sh` (on its device's context).
+    fn new(sh: &Shared) -> NcclResult<DeviceState> {
+        let device = sh.device;
+        ensure_context(device)?;
+        let stream = Stream::new().map_err(cuda)?;
+        let staging = Pinned::new(crate::param::params().gpu_staging).map_err(cuda)?;
+        // Without NVRTC the reductions go through host memory.
+        let kernels = kernel::load(device);
+        if let Err(e) = &kernels {
+            crate::param::debug_log(crate::param::DebugLevel::Warn, || {
+                format!("ferrocoll: reductions on device buffers will be staged through host memory: {e}")
+            });
+        }
+        Ok(DeviceState {
+            device,
+            stream,
+            staging,
+            kernels: kernels.is_ok(),
+            peers: Mappings::default(),
+        })
+    }
+}
+
+/// Makes the device state of a communicator just set up, when the device
+/// path is on and the program uses CUDA on its device, so that its pinned
+/// memory and the kernels' compilation are not part of the first call. A
+/// failure is only logged: the first device call tries again.
+pub fn prepare(sh: &Arc<Shared>) {
+    if !crate::param::params().gpu || !crate::gpu::present() || !driver::context_active(sh.device) {
+        return;
+    }
+    if let Err(e) = sh.device_state(|| DeviceState::new(sh)) {
+        crate::param::debug_log(crate::param::DebugLevel::Warn, || {
+            format!("ferrocoll: cannot prepare the GPU path: {}", e.msg)
+        });
+    }
+}
+
+/// Makes a context current on the calling thread when it has none (a
+/// group's worker thread, or a program that has not used CUDA on it).
+fn ensure_context(device: c_int) -> NcclResult<()> {
+    if driver::current_device().is_none() {
+        driver::bind(device).map_err(cuda)?;
+    }
+    Ok(())
+}
+
+/// Runs device `jobs` of one communicator: after the work queued before
+/// them on their streams, to completion.
+pub fn submit(sh: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
+    ensure_context(sh.device)?;
+    let state = sh.device_state(|| DeviceState::new(sh))?;
+    let mut streams: Vec<usize> = jobs.iter().map(|j| j.stream).collect();
+    streams.sort_unstable();
+    streams.dedup();
+    for s in streams {
+        // SAFETY: the caller's stream (NCCL's contract).
+        unsafe { driver::synchronize(s) }.map_err(cuda)?;
+    }
+    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+    sh.with_core(|core| run(&jobs, core, &mut st))
+}
+
+/// Runs one batch on the core.
+fn run(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> NcclResult<()> {
+    let mut jobs = jobs.to_vec();
+    for j in &mut jobs {
+        resolve_scalar(j, st)?;
+    }
+    let forced = crate::param::params().algo_for("gpu");
+    if let [one] = &jobs[..] {
+        if forced != Some("staged") && peer_kind(one.kind) && ipc(one, core, st)? {
+            return Ok(());
+        }
+    }
+    staged(&jobs, core, st)
+}
+
+/// Reads a PreMulSum scalar that lives in device memory, now that the
+/// stream has reached the call (`ncclScalarDevice`).
+fn resolve_scalar(j: &mut Job, st: &mut DeviceState) -> NcclResult<()> {
+    if let Some(Red::PreMulAt(addr)) = j.red {
+        let mut v = vec![0u8; j.ty.size()];
+        // SAFETY: the scalar is device memory of the type's size (checked
+        // when the op was made; the caller keeps it while the op exists),
+        // and `v` outlives the synchronised copy.
+        unsafe {
+            copy_async(
+                Dir::ToHost,
+                v.as_mut_ptr() as usize,
+                addr,
+                v.len(),
+                &st.stream,
+            )
+        }
+        .map_err(cuda)?;
+        st.stream.synchronize().map_err(cuda)?;
+        j.red = Some(Red::PreMul(v));
+    }
+    Ok(())
+}
+
+/// Collectives the IPC path runs.
+fn peer_kind(k: Kind) -> bool {
+    matches!(
+        k,
+        Kind::AllReduce
+            | Kind::ReduceScatter
+            | Kind::Reduce(_)
+            | Kind::AllGather
+            | Kind::Broadcast(_)
+    )
+}
+
+/// One rank's part of the IPC exchange.
+#[derive(Clone, Copy)]
+struct Record {
+    ok: bool,
+    pid: u32,
+    send_raw: u64,
+    recv_raw: u64,
+    send: driver::Exported,
+    recv: driver::Exported,
+    scalar: [u8; 8],
+}
+
+const RECORD: usize = 1 + 4 + 8 + 8 + (64 + 8) * 2 + 8;
+
+impl Record {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(RECORD);
+        v.push(self.ok as u8);
+        v.extend(self.pid.to_le_bytes());
+        v.extend(self.send_raw.to_le_bytes());
+        v.extend(self.recv_raw.to_le_bytes());
+        for e in [&self.send, &self.recv] {
+            v.extend(e.handle);
+            v.extend(e.offset.to_le_bytes());
+        }
+        v.extend(self.scalar);
+        v
+    }
+
+    fn decode(b: &[u8]) -> Record {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let exported = |i: usize| driver::Exported {
+            handle: b[i..i + 64].try_into().expect("64 bytes"),
+            offset: u64_at(i + 64),
+        };
+        Record {
+            ok: b[0] != 0,
+            pid: u32::from_le_bytes(b[1..5].try_into().expect("4 bytes")),
+            send_raw: u64_at(5),
+            recv_raw: u64_at(13),
+            send: exported(21),
+            recv: exported(21 + 72),
+            scalar: b[21 + 144..21 + 152].try_into().expect("8 bytes"),
+        }
+    }
+}
+
+/// Exchanges with every rank, on the host core, `mine` (fixed size).
+fn exchange(core: &mut super::comm::Core, name: &'static str, mine: &[u8]) -> NcclResult<Vec<u8>> {
+    let n = core.comm.size();
+    let len = mine.len();
+    let mut all = vec![0u8; n * len];
+    let blocks: Vec<(usize, usize)> = (0..n).map(|p| (p * len, len)).collect();
+    let c = &mut Ctx::new(&mut core.eng, &mut core.comm).named(name);
+    coll::allgather::allgatherv(c, Some(mine), &mut all, &blocks)?;
+    Ok(all)
+}
+
+/// The IPC path: returns false (having done nothing) when some rank cannot
+/// take part, which every rank learns from the same exchange.
+fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclResult<bool> {
+    let (n, me) = (core.comm.size(), core.comm.rank());
+    if n > MAX_RANKS || core.eng.multi_host() {
+        return Ok(false);
+    }
+    let (sl, rl) = spans(job, n, me);
+    let none = driver::Exported {
+        handle: [0; 64],
+        offset: 0,
+    };
+    let send = if sl > 0 {
+        driver::export(job.send)
+    } else {
+        Some(none)
+    };
+    let recv = if rl > 0 {
+        driver::export(job.recv)
+    } else {
+        Some(none)
+    };
+    let mut scalar = [0u8; 8];
+    if let Some(Red::PreMul(v)) = &job.red {
+        scalar[..v.len()].copy_from_slice(v);
+    }
+    let needs_kernel = !matches!(job.kind, Kind::AllGather | Kind::Broadcast(_));
+    let mine = Record {
+        ok: send.is_some() && recv.is_some() && (st.kernels || !needs_kernel),
+        pid: std::process::id(),
+        send_raw: job.send as u64,
+        recv_raw: job.recv as u64,
+        send: send.unwrap_or(none),
+        recv: recv.unwrap_or(none),
+        scalar,
+    };
+    let all = exchange(core, job.name, &mine.encode())?;
+    let recs: Vec<Record> = all.chunks_exact(RECORD).map(Record::decode).collect();
+    if !recs.iter().all(|r| r.ok) {
+        return Ok(false);
+    }
+    // Peers' buffers in this process: ranks of this process use theirs as is.
+    let mut opened = Ok(());
+    let mut sends = vec![0usize; n];
+    let mut recvs = vec![0usize; n];
+    for (k, r) in recs.iter().enumerate() {
+        let local = r.pid == mine.pid;
+        let mut map = |raw: u64, e: &driver::Exported| -> driver::Result<usize> {
+            if local || raw == 0 {
+                Ok(raw as usize)
+            } else {
+                st.peers.address(e)
+            }
+        };
+        let s = spans(job, n, k);
+        let got = (|| {
+            sends[k] = if s.0 > 0 {
+                map(r.send_raw, &r.send)?
+            } else {
+                0
+            };
+            recvs[k] = if s.1 > 0 {
+                map(r.recv_raw, &r.recv)?
+            } else {
+                0
+            };
+            Ok::<(), driver::GpuError>(())
+        })();
+        if let Err(e) = got {
+            opened = Err(e);
+            break;
+        }
+    }
+    // Everyone must have mapped everything before anyone writes.
+    let flags = exchange(core, job.name, &[opened.is_ok() as u8])?;
+    if flags.contains(&0) {
+        crate::param::debug_log(crate::param::DebugLevel::Info, || {
+            format!(
+                "ferrocoll: {} staged through host memory: a rank could not map its peers' buffers ({})",
+                job.name,
+                opened.as_ref().err().map(|e| e.0.as_str()).unwrap_or("another rank")
+            )
+        });
+        return Ok(false);
+    }
+    launch(job, n, me, &sends, &recvs, &recs, st).map_err(cuda)?;
+    st.stream.synchronize().map_err(cuda)?;
+    // Nobody's stream goes on (reading its result, reusing its input)
+    // until every rank has written its part.
+    let c = &mut Ctx::new(&mut core.eng, &mut core.comm).named(job.name);
+    coll::barrier::barrier(c)?;
+    Ok(true)
+}
+
+/// Queues this rank's share of an IPC collective.
+fn launch(
+    job: &Job,
+    n: usize,
+    me: usize,
+    sends: &[usize],
+    recvs: &[usize],
+    recs: &[Record],
+    st: &mut DeviceState,
+) -> driver::Result<()> {
+    let ext = job.ty.extent();
+    let c = job.count;
+    let b = c * ext;
+    let share = |len: usize| (len * me / n, len * (me + 1) / n);
+    match job.kind {
+        Kind::AllGather => {
+            for &r in recvs {
+                let dst = r + me * b;
+                if dst != sends[me] {
+                    // SAFETY: both buffers hold `b` bytes there (NCCL's
+                    // signature, checked by the export), until the barrier.
+                    unsafe { copy_async(Dir::Device, dst, sends[me], b, &st.stream)? };
+                }
+            }
+            Ok(())
+        }
+        Kind::Broadcast(root) => {
+            let (lo, hi) = share(b);
+            for &r in recvs {
+                if r + lo != sends[root] + lo {
+                    // SAFETY: as above, the root's `b` bytes to each receiver's.
+                    unsafe {
+                        copy_async(Dir::Device, r + lo, sends[root] + lo, hi - lo, &st.stream)?
+                    };
+                }
+            }
+            Ok(())
+        }
+        _ => {
+            let red = job.red.as_ref().expect("reductions carry an op");
+            let mut a = Args {
+                nsrc: n as c_int,
+                ..Args::default()
+            };
+            for (d, &s) in a.src.iter_mut().zip(sends) {
+                *d = s as u64;
+            }
+            let op = match red {
+                Red::Op(op) => *op,
+                Red::Avg if work::is_float(job.ty) => {
+                    a.mode = 1;
+                    a.fscale = [1.0 / n as f64; MAX_RANKS];
+                    Op::Sum
+                }
+                Red::Avg => {
+                    a.mode = if n > 1 { 2 } else { 0 };
+                    Op::Sum
+                }
+                Red::PreMul(_) => {
+                    a.mode = 1;
+                    for (k, r) in recs.iter().enumerate() {
+                        match work::factor_of(job.ty, &r.scalar) {
+                            work::Factor::F(f) => a.fscale[k] = f,
+                            work::Factor::I(i) => a.iscale[k] = i as i64,
+                        }
+                    }
+                    Op::Sum
+                }
+                Red::PreMulAt(_) => unreachable!("resolved before running"),
+            };
+            match job.kind {
+                Kind::AllReduce => {
+                    let (lo, hi) = share(c);
+                    (a.begin, a.end) = (lo as u64, hi as u64);
+                    a.ndst = n as c_int;
+                    for (d, &r) in a.dst.iter_mut().zip(recvs) {
+                        *d = r as u64;
+                    }
+                }
+                Kind::Reduce(root) => {
+                    let (lo, hi) = share(c);
+                    (a.begin, a.end) = (lo as u64, hi as u64);
+                    a.ndst = 1;
+                    a.dst[0] = recvs[root] as u64;
+                }
+                Kind::ReduceScatter => {
+                    (a.begin, a.end, a.dst_shift) =
+                        ((me * c) as u64, ((me + 1) * c) as u64, (me * c) as u64);
+                    a.ndst = 1;
+                    a.dst[0] = recvs[me] as u64;
+                }
+                _ => unreachable!("peer_kind"),
+            }
+            // SAFETY: every source and destination is a buffer of the call's
+            // size, of this context or mapped into it, kept until the barrier.
+            unsafe { kernel::reduce(st.device, job.ty, op, &a, &st.stream) }
+        }
+    }
+}
+
+/// A device range staged at offset `host` of the staging block.
+#[derive(Debug, PartialEq)]
+struct Region {
+    dev: usize,
+    len: usize,
+    host: usize,
+    /// Holds input (copied in before the host collective).
+    input: bool,
+    /// Holds output (copied back after it).
+    output: bool,
+}
+
+/// Where a batch's significant buffers go in the staging block: one region
+/// per buffer, or one for both where they overlap (in-place layouts keep
+/// their relative places).
+struct Layout {
+    regions: Vec<Region>,
+    total: usize,
+}
+
+impl Layout {
+    fn of(jobs: &[Job], n: usize, me: usize) -> Layout {
+        let mut l = Layout {
+            regions: Vec::new(),
+            total: 0,
+        };
+        let mut place = |dev: usize, len: usize, input: bool, output: bool| {
+            l.regions.push(Region {
+                dev,
+                len,
+                host: l.total,
+                input,
+                output,
+            });
+            l.total += len.next_multiple_of(64);
+        };
+        for j in jobs {
+            let (sl, rl) = spans(j, n, me);
+            let overlap = sl > 0 && rl > 0 && j.send < j.recv + rl && j.recv < j.send + sl;
+            if overlap {
+                let lo = j.send.min(j.recv);
+                let hi = (j.send + sl).max(j.recv + rl);
+                place(lo, hi - lo, true, true);
+            } else {
+                if sl > 0 {
+                    place(j.send, sl, true, false);
+                }
+                if rl > 0 {
+                    place(j.recv, rl, false, true);
+                }
+            }
+        }
+        l
+    }
+
+    /// The host address of device range `a..a+len` (0 for an empty one)
+    /// with the block at `base`.
+    fn at(&self, base: usize, a: usize, len: usize) -> usize {
+        if len == 0 {
+            return 0;
+        }
+        let r = self
+            .regions
+            .iter()
+            .find(|r| a >= r.dev && a + len <= r.dev + r.len)
+            .expect("every significant buffer was placed");
+        base + r.host + (a - r.dev)
+    }
+
+    /// `jobs` on the staged copies.
+    fn host_jobs(&self, jobs: &[Job], n: usize, me: usize, base: usize) -> Vec<Job> {
+        jobs.iter()
+            .map(|j| {
+                let (sl, rl) = spans(j, n, me);
+                Job {
+                    send: self.at(base, j.send, sl),
+                    recv: self.at(base, j.recv, rl),
+                    device: false,
+                    ..j.clone()
+                }
+            })
+            .collect()
+    }
+}
+
+/// The staged path: inputs to pinned host memory, the host collectives on
+/// the copies, outputs back to the device.
+fn staged(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> NcclResult<()> {
+    let (n, me) = (core.comm.size(), core.comm.rank());
+    let layout = Layout::of(jobs, n, me);
+    let (regions, total) = (&layout.regions, layout.total);
+    let (pinned, room) = st.staging.block();
+    let mut pageable = Vec::new();
+    let base = if total <= room {
+        pinned as usize
+    } else {
+        pageable.resize(total, 0u8);
+        pageable.as_mut_ptr() as usize
+    };
+    let host_jobs = layout.host_jobs(jobs, n, me, base);
+    for r in regions.iter().filter(|r| r.input) {
+        // SAFETY: the caller's device range (NCCL's signature) and our
+        // staging block, which holds `total` bytes.
+        unsafe { copy_async(Dir::ToHost, base + r.host, r.dev, r.len, &st.stream) }
+            .map_err(cuda)?;
+    }
+    st.stream.synchronize().map_err(cuda)?;
+    work::run_batch(&host_jobs, core)?;
+    for r in regions.iter().filter(|r| r.output) {
+        // SAFETY: as above, the other way.
+        unsafe { copy_async(Dir::ToDevice, r.dev, base + r.host, r.len, &st.stream) }
+            .map_err(cuda)?;
+    }
+    st.stream.synchronize().map_err(cuda)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::ElemType;
+
+    fn job(kind: Kind, send: usize, recv: usize, count: usize) -> Job {
+        Job {
+            name: "test",
+            kind,
+            send,
+            recv,
+            count,
+            ty: ElemType::F32,
+            red: None,
+            stream: 0,
+            device: true,
+        }
+    }
+
+    #[test]
+    fn significant_spans_follow_nccl() {
+        let b = 40; // 10 floats
+        assert_eq!(spans(&job(Kind::AllReduce, 1, 2, 10), 4, 1), (b, b));
+        assert_eq!(spans(&job(Kind::Broadcast(2), 1, 2, 10), 4, 1), (0, b));
+        assert_eq!(spans(&job(Kind::Broadcast(2), 1, 2, 10), 4, 2), (b, b));
+        assert_eq!(spans(&job(Kind::Reduce(0), 1, 2, 10), 4, 1), (b, 0));
+        assert_eq!(spans(&job(Kind::AllGather, 1, 2, 10), 4, 1), (b, 4 * b));
+        assert_eq!(spans(&job(Kind::ReduceScatter, 1, 2, 10), 4, 1), (4 * b, b));
+        assert_eq!(spans(&job(Kind::Gather(3), 1, 2, 10), 4, 3), (b, 4 * b));
+        assert_eq!(spans(&job(Kind::Scatter(3), 1, 2, 10), 4, 1), (0, b));
+        assert_eq!(spans(&job(Kind::Recv(1), 0, 2, 10), 4, 0), (0, b));
+    }
+
+    #[test]
+    fn staging_keeps_in_place_layouts() {
+        let (n, me, b) = (4, 2, 40);
+        // AllGather in place: send is this rank's block of recv.
+        let recv = 0x10_000;
+        let jobs = [job(Kind::AllGather, recv + me * b, recv, 10)];
+        let l = Layout::of(&jobs, n, me);
+        assert_eq!(l.regions.len(), 1);
+        assert_eq!((l.regions[0].dev, l.regions[0].len), (recv, n * b));
+        let h = l.host_jobs(&jobs, n, me, 0x1000);
+        assert_eq!(h[0].send, h[0].recv + me * b, "still in place");
+        assert!(!h[0].device);
+        // Apart: two regions, input then output, 64-byte aligned.
+        let jobs = [job(Kind::AllReduce, 0x20_000, 0x30_000, 10)];
+        let l = Layout::of(&jobs, n, me);
+        assert_eq!(l.regions.len(), 2);
+        assert!(l.regions[0].input && !l.regions[0].output);
+        assert!(!l.regions[1].input && l.regions[1].output);
+        assert_eq!(l.regions[1].host, 64);
+        assert_eq!(l.total, 128);
+        let h = l.host_jobs(&jobs, n, me, 0x1000);
+        assert_eq!((h[0].send, h[0].recv), (0x1000, 0x1040));
+        // A broadcast's insignificant send buffer is not staged.
+        let jobs = [job(Kind::Broadcast(0), 0x40_000, 0x40_000, 10)];
+        let l = Layout::of(&jobs, n, me);
+        assert_eq!(l.regions.len(), 1);
+        assert!(l.regions[0].output && !l.regions[0].input);
+        assert_eq!(l.host_jobs(&jobs, n, me, 0x1000)[0].send, 0);
+    }
+
+    #[test]
+    fn records_survive_the_exchange() {
+        let r = Record {
+            ok: true,
+            pid: 4242,
+            send_raw: 0x7f00_0000_1000,
+            recv_raw: 0x7f00_0000_2000,
+            send: driver::Exported {
+                handle: [7; 64],
+                offset: 96,
+            },
+            recv: driver::Exported {
+                handle: [9; 64],
+                offset: 128,
+            },
+            scalar: 0.5f64.to_le_bytes(),
+        };
+        let bytes = r.encode();
+        assert_eq!(bytes.len(), RECORD);
+        let d = Record::decode(&bytes);
+        assert!(d.ok);
+        assert_eq!(
+            (d.pid, d.send_raw, d.recv_raw),
+            (r.pid, r.send_raw, r.recv_raw)
+        );
+        assert_eq!((d.send, d.recv, d.scalar), (r.send, r.recv, r.scalar));
+    }
+}

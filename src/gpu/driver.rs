@@ -1,0 +1,372 @@
+//! The CUDA driver API through cudarc's raw bindings, loaded at run time:
+//! every call's result checked and turned into a `GpuError`, and the few
+//! driver objects the NCCL device path holds (a stream, pinned host memory,
+//! IPC mappings) as owned Rust values.
+//!
+//! Nothing here may run before `loaded()` said yes: cudarc panics when a
+//! library or symbol it is asked for is missing.
+
+use cudarc::driver::sys;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::os::raw::{c_int, c_uint};
+use std::sync::{Mutex, OnceLock};
+
+/// A failed driver call, with what was being done.
+#[derive(Clone, Debug)]
+pub struct GpuError(pub String);
+
+impl std::fmt::Display for GpuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Results of driver calls.
+pub type Result<T> = std::result::Result<T, GpuError>;
+
+/// `Ok` for `CUDA_SUCCESS`, else an error naming the call and the code.
+pub fn check(r: sys::CUresult, what: &str) -> Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(GpuError(format!(
+            "{what} failed with CUDA error {} ({r:?})",
+            r as i32
+        )))
+    }
+}
+
+/// Whether a CUDA driver library is present and `cuInit` succeeded. Asked
+/// once: cudarc re-opens the library on every presence check.
+pub fn loaded() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        // A driver stub missing a symbol makes cudarc panic: that is "no
+        // driver" too, never a panic out of the library.
+        std::panic::catch_unwind(|| {
+            // SAFETY: cudarc's presence probe only dlopens candidates; cuInit
+            // is called once the library is known to exist.
+            unsafe { sys::is_culib_present() && sys::cuInit(0) == sys::CUresult::CUDA_SUCCESS }
+        })
+        .unwrap_or(false)
+    })
+}
+
+/// The primary context of `device` (the one the runtime API and PyTorch
+/// use), retained once per process and made current on this thread.
+pub fn bind(device: c_int) -> Result<()> {
+    static CTX: Mutex<Option<HashMap<c_int, usize>>> = Mutex::new(None);
+    let ctx = {
+        let mut m = CTX.lock().unwrap_or_else(|p| p.into_inner());
+        let m = m.get_or_insert_with(HashMap::new);
+        match m.get(&device) {
+            Some(&c) => c,
+            None => {
+                let mut dev: sys::CUdevice = 0;
+                let mut ctx: sys::CUcontext = std::ptr::null_mut();
+                // SAFETY: out-pointers to locals; retained contexts are kept
+                // for the process's life (never released).
+                unsafe {
+                    check(sys::cuDeviceGet(&mut dev, device), "cuDeviceGet")?;
+                    check(
+                        sys::cuDevicePrimaryCtxRetain(&mut ctx, dev),
+                        "cuDevicePrimaryCtxRetain",
+                    )?;
+                }
+                m.insert(device, ctx as usize);
+                ctx as usize
+            }
+        }
+    };
+    // SAFETY: a context retained above, never released.
+    check(
+        unsafe { sys::cuCtxSetCurrent(ctx as sys::CUcontext) },
+        "cuCtxSetCurrent",
+    )
+}
+
+/// Whether the primary context of `device` is active (the program has
+/// used CUDA on it).
+pub fn context_active(device: c_int) -> bool {
+    let (mut dev, mut flags, mut active): (sys::CUdevice, c_uint, c_int) = (0, 0, 0);
+    // SAFETY: out-pointers to locals.
+    unsafe {
+        sys::cuDeviceGet(&mut dev, device) == sys::CUresult::CUDA_SUCCESS
+            && sys::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active)
+                == sys::CUresult::CUDA_SUCCESS
+            && active != 0
+    }
+}
+
+/// The device of the calling thread's current context, if it has one.
+pub fn current_device() -> Option<c_int> {
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: out-pointer to a local.
+    let r = unsafe { sys::cuCtxGetDevice(&mut dev) };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(dev)
+}
+
+/// An attribute of `device`.
+pub fn attribute(device: c_int, a: sys::CUdevice_attribute) -> Result<c_int> {
+    let mut v: c_int = 0;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: out-pointers to locals.
+    unsafe {
+        check(sys::cuDeviceGet(&mut dev, device), "cuDeviceGet")?;
+        check(
+            sys::cuDeviceGetAttribute(&mut v, a, dev),
+            "cuDeviceGetAttribute",
+        )?;
+    }
+    Ok(v)
+}
+
+/// Device memory of the current context (`ncclMemAlloc`), zeroed.
+pub fn alloc(len: usize) -> Result<usize> {
+    let mut p: sys::CUdeviceptr = 0;
+    // SAFETY: out-pointer to a local; then `len` bytes of the new block.
+    unsafe {
+        check(sys::cuMemAlloc_v2(&mut p, len), "cuMemAlloc")?;
+        if let Err(e) = check(sys::cuMemsetD8_v2(p, 0, len), "cuMemsetD8") {
+            sys::cuMemFree_v2(p);
+            return Err(e);
+        }
+    }
+    Ok(p as usize)
+}
+
+/// Frees what `alloc` gave.
+pub fn free(p: usize) -> Result<()> {
+    // SAFETY: the caller passes a block from `alloc`, freed once.
+    check(unsafe { sys::cuMemFree_v2(p as u64) }, "cuMemFree")
+}
+
+/// A stream handle of the caller's (`cudaStream_t`), as an address so jobs
+/// holding it can move between threads.
+pub type StreamHandle = usize;
+
+/// Fails when `stream` is being captured into a CUDA graph: the device path
+/// orders its work through host threads, which a graph cannot replay.
+pub fn refuse_capture(stream: StreamHandle) -> Result<()> {
+    let mut st = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: the caller's stream handle (NCCL's contract); out-pointer to a local.
+    check(
+        unsafe { sys::cuStreamIsCapturing(stream as sys::CUstream, &mut st) },
+        "cuStreamIsCapturing",
+    )?;
+    if st != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Err(GpuError(
+            "the stream is being captured into a CUDA graph: ferrocoll's device path \
+             does not support graph capture"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Waits for the work queued on a stream of the caller's.
+///
+/// # Safety
+/// `stream` is a stream of this process (or NULL, the legacy stream).
+pub unsafe fn synchronize(stream: StreamHandle) -> Result<()> {
+    // SAFETY: per the contract above.
+    check(
+        unsafe { sys::cuStreamSynchronize(stream as sys::CUstream) },
+        "cuStreamSynchronize",
+    )
+}
+
+/// A stream of our own. Non-blocking: it never waits for the legacy stream,
+/// which may itself be waiting for our work.
+pub struct Stream(sys::CUstream);
+
+// SAFETY: a CUstream may be used from any thread of its process.
+unsafe impl Send for Stream {}
+
+impl Stream {
+    /// Makes one in the current context.
+    pub fn new() -> Result<Stream> {
+        let mut s: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local. 1 = CU_STREAM_NON_BLOCKING.
+        check(unsafe { sys::cuStreamCreate(&mut s, 1) }, "cuStreamCreate")?;
+        Ok(Stream(s))
+    }
+
+    /// Its handle.
+    pub fn handle(&self) -> StreamHandle {
+        self.0 as StreamHandle
+    }
+
+    /// Waits for everything queued on it.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: our own live stream.
+        check(
+            unsafe { sys::cuStreamSynchronize(self.0) },
+            "cuStreamSynchronize",
+        )
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: our own stream, destroyed once.
+        unsafe { sys::cuStreamDestroy_v2(self.0) };
+    }
+}
+
+/// Page-locked host memory of a fixed size, allocated once (staging for
+/// the host-staged path): allocating or freeing pinned memory may wait for
+/// all work on the device, including streams waiting for us, so it never
+/// happens while the device path runs.
+pub struct Pinned {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: plain host memory owned by this value.
+unsafe impl Send for Pinned {}
+
+impl Pinned {
+    /// `len` bytes (none for 0).
+    pub fn new(len: usize) -> Result<Pinned> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        if len > 0 {
+            // 1 = CU_MEMHOSTALLOC_PORTABLE: usable from every context, and
+            // not write-combined, so the host reads it at full speed.
+            // SAFETY: out-pointer to a local.
+            check(
+                unsafe { sys::cuMemHostAlloc(&mut p, len, 1) },
+                "cuMemHostAlloc",
+            )?;
+        }
+        Ok(Pinned { ptr: p.cast(), len })
+    }
+
+    /// Its address and size.
+    pub fn block(&self) -> (*mut u8, usize) {
+        (self.ptr, self.len)
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            // SAFETY: allocated by cuMemHostAlloc, freed once.
+            unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
+        }
+    }
+}
+
+/// Which way a copy goes.
+#[derive(Clone, Copy, Debug)]
+pub enum Dir {
+    /// Device to pinned host memory.
+    ToHost,
+    /// Pinned host memory to device.
+    ToDevice,
+    /// Device to device (also through IPC mappings).
+    Device,
+}
+
+/// Queues a copy of `len` bytes on `on`.
+///
+/// # Safety
+/// `dst` and `src` are valid for `len` bytes on the sides `dir` names, and
+/// stay so until `on` has done the copy.
+pub unsafe fn copy_async(dir: Dir, dst: usize, src: usize, len: usize, on: &Stream) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: per the contract above.
+    let r = unsafe {
+        match dir {
+            Dir::ToHost => sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src as u64, len, on.0),
+            Dir::ToDevice => sys::cuMemcpyHtoDAsync_v2(dst as u64, src as *const c_void, len, on.0),
+            Dir::Device => sys::cuMemcpyDtoDAsync_v2(dst as u64, src as u64, len, on.0),
+        }
+    };
+    check(r, "cuMemcpyAsync")
+}
+
+/// A device buffer as another process can open it: the IPC handle of its
+/// allocation and the buffer's offset in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exported {
+    /// `CUipcMemHandle`'s bytes.
+    pub handle: [u8; 64],
+    /// Offset of the buffer in the allocation.
+    pub offset: u64,
+}
+
+/// Exports the allocation holding `ptr`; `None` when it cannot be shared
+/// (memory from a stream-ordered pool or a virtual-memory mapping).
+pub fn export(ptr: usize) -> Option<Exported> {
+    let (mut base, mut size): (sys::CUdeviceptr, usize) = (0, 0);
+    let mut h = sys::CUipcMemHandle { reserved: [0; 64] };
+    // SAFETY: out-pointers to locals; the driver checks the address.
+    unsafe {
+        check(
+            sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr as u64),
+            "cuMemGetAddressRange",
+        )
+        .ok()?;
+        check(sys::cuIpcGetMemHandle(&mut h, base), "cuIpcGetMemHandle").ok()?;
+    }
+    Some(Exported {
+        handle: h.reserved.map(|b| b as u8),
+        offset: ptr as u64 - base,
+    })
+}
+
+/// Peers' allocations opened in this process, by handle, closed on drop.
+#[derive(Default)]
+pub struct Mappings {
+    open: HashMap<[u8; 64], sys::CUdeviceptr>,
+}
+
+// SAFETY: device addresses, usable from any thread of the process.
+unsafe impl Send for Mappings {}
+
+impl Mappings {
+    /// The address in this process of the buffer `e` names.
+    pub fn address(&mut self, e: &Exported) -> Result<usize> {
+        let base = match self.open.get(&e.handle) {
+            Some(&b) => b,
+            None => {
+                let h = sys::CUipcMemHandle {
+                    reserved: e.handle.map(|b| b as std::os::raw::c_char),
+                };
+                let mut b: sys::CUdeviceptr = 0;
+                // SAFETY: out-pointer to a local; the handle came from a
+                // peer's cuIpcGetMemHandle. 1 = CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.
+                check(
+                    unsafe { sys::cuIpcOpenMemHandle_v2(&mut b, h, 1) },
+                    "cuIpcOpenMemHandle",
+                )?;
+                self.open.insert(e.handle, b);
+                b
+            }
+        };
+        Ok((base + e.offset) as usize)
+    }
+}
+
+impl Drop for Mappings {
+    fn drop(&mut self) {
+        for (_, b) in self.open.drain() {
+            // SAFETY: opened by cuIpcOpenMemHandle, closed once.
+            unsafe { sys::cuIpcCloseMemHandle(b) };
+        }
+    }
+}
+
+/// A flag of `cuPointerGetAttribute` for `p` (None when the driver does not
+/// know the pointer: plain host memory).
+pub fn pointer_attribute(p: usize, a: sys::CUpointer_attribute) -> Option<c_uint> {
+    let mut v: c_uint = 0;
+    // SAFETY: the driver writes one c_uint for these attributes.
+    let r =
+        unsafe { sys::cuPointerGetAttribute(&mut v as *mut c_uint as *mut c_void, a, p as u64) };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(v)
+}
