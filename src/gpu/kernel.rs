@@ -173,21 +173,14 @@ template <class T, class O> __device__ void run(const Args& a) {
 }
 "#;
 
-/// Element types and operations with a device kernel.
-const TYPES: [ElemType; 12] = [
-    ElemType::I8,
-    ElemType::U8,
-    ElemType::I32,
-    ElemType::U32,
-    ElemType::I64,
-    ElemType::U64,
-    ElemType::F16,
-    ElemType::Bf16,
-    ElemType::F32,
-    ElemType::F64,
-    ElemType::F8E4M3,
-    ElemType::F8E5M2,
-];
+/// Element types with a device kernel (those `names` knows).
+fn types() -> impl Iterator<Item = ElemType> {
+    ElemType::ALL
+        .into_iter()
+        .filter(|&t| names(t, Op::Sum).is_some())
+}
+
+/// Operations with a device kernel.
 const OPS: [Op; 4] = [Op::Sum, Op::Prod, Op::Max, Op::Min];
 
 /// The C++ type and operation names of a specialisation.
@@ -219,7 +212,7 @@ fn names(ty: ElemType, op: Op) -> Option<(&'static str, &'static str)> {
 
 /// The kernel's name for `ty` and `op`, e.g. `fc_reduce_3_0`.
 fn entry(ty: ElemType, op: Op) -> String {
-    let t = TYPES.iter().position(|&t| t == ty).unwrap_or(99);
+    let t = ElemType::ALL.iter().position(|&t| t == ty).unwrap_or(99);
     let o = OPS.iter().position(|&o| o == op).unwrap_or(99);
     format!("fc_reduce_{t}_{o}")
 }
@@ -227,7 +220,7 @@ fn entry(ty: ElemType, op: Op) -> String {
 /// The CUDA C of the module: the shared code and one kernel per type and op.
 fn source() -> String {
     let mut src = SOURCE.to_string();
-    for ty in TYPES {
+    for ty in types() {
         for op in OPS {
             let (t, o) = names(ty, op).expect("listed");
             src.push_str(&format!(
@@ -277,7 +270,7 @@ fn load_module(device: c_int) -> Loaded {
         "cuModuleLoadData",
     )?;
     let mut fns = HashMap::new();
-    for ty in TYPES {
+    for ty in types() {
         for op in OPS {
             let name = CString::new(entry(ty, op)).expect("no NUL");
             let mut f: sys::CUfunction = std::ptr::null_mut();
@@ -395,10 +388,11 @@ mod tests {
             eprintln!("SKIP: no NVRTC library on this machine");
             return;
         }
+        assert_eq!(types().count(), 12, "NCCL's twelve types");
         let t = std::time::Instant::now();
         let ptx = compile(&source(), 9, 0).unwrap_or_else(|e| panic!("{e}"));
         eprintln!("compiled in {:?}", t.elapsed());
-        for ty in TYPES {
+        for ty in types() {
             for op in OPS {
                 let e = format!(".entry {}(", entry(ty, op));
                 assert!(ptx.contains(&e), "{e}");
