@@ -221,6 +221,8 @@ fn peer_kind(k: Kind) -> bool {
 struct Record {
     ok: bool,
     pid: u32,
+    /// Its CUDA device.
+    dev: i32,
     send_raw: u64,
     recv_raw: u64,
     send: driver::Exported,
@@ -228,13 +230,14 @@ struct Record {
     scalar: [u8; 8],
 }
 
-const RECORD: usize = 1 + 4 + 8 + 8 + (64 + 8) * 2 + 8;
+const RECORD: usize = 1 + 4 + 4 + 8 + 8 + (64 + 8) * 2 + 8;
 
 impl Record {
     fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(RECORD);
         v.push(self.ok as u8);
         v.extend(self.pid.to_le_bytes());
+        v.extend(self.dev.to_le_bytes());
         v.extend(self.send_raw.to_le_bytes());
         v.extend(self.recv_raw.to_le_bytes());
         for e in [&self.send, &self.recv] {
@@ -254,11 +257,12 @@ impl Record {
         Record {
             ok: b[0] != 0,
             pid: u32::from_le_bytes(b[1..5].try_into().expect("4 bytes")),
-            send_raw: u64_at(5),
-            recv_raw: u64_at(13),
-            send: exported(21),
-            recv: exported(21 + 72),
-            scalar: b[21 + 144..21 + 152].try_into().expect("8 bytes"),
+            dev: i32::from_le_bytes(b[5..9].try_into().expect("4 bytes")),
+            send_raw: u64_at(9),
+            recv_raw: u64_at(17),
+            send: exported(25),
+            recv: exported(25 + 72),
+            scalar: b[25 + 144..25 + 152].try_into().expect("8 bytes"),
         }
     }
 }
@@ -304,6 +308,7 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
     let mine = Record {
         ok: send.is_some() && recv.is_some() && (st.kernels || !needs_kernel),
         pid: std::process::id(),
+        dev: st.device,
         send_raw: job.send as u64,
         recv_raw: job.recv as u64,
         send: send.unwrap_or(none),
@@ -321,6 +326,15 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
     let mut recvs = vec![0usize; n];
     for (k, r) in recs.iter().enumerate() {
         let local = r.pid == mine.pid;
+        // A rank of this process on another device would need peer access
+        // enabled between the two contexts: staged instead.
+        if local && r.dev != st.device {
+            opened = Err(driver::GpuError(format!(
+                "rank {k} of this process uses device {}, this rank device {}",
+                r.dev, st.device
+            )));
+            break;
+        }
         let mut map = |raw: u64, e: &driver::Exported| -> driver::Result<usize> {
             if local || raw == 0 {
                 Ok(raw as usize)
@@ -652,6 +666,7 @@ mod tests {
         let r = Record {
             ok: true,
             pid: 4242,
+            dev: 3,
             send_raw: 0x7f00_0000_1000,
             recv_raw: 0x7f00_0000_2000,
             send: driver::Exported {
