@@ -168,6 +168,32 @@ static void case_isend_irecv_all(void) {
   test_pass("isend_irecv_waitall");
 }
 
+/* One Waitall over more requests than it keeps on its stack (16): 20
+ * receives and 20 sends, with MPI_REQUEST_NULL among them. */
+static void case_waitall_many(void) {
+  enum { K = 20 };
+  int sbuf[K], rbuf[K];
+  MPI_Request rq[2 * K + 2];
+  MPI_Status st[2 * K + 2];
+  for (int k = 0; k < K; k++) {
+    sbuf[k] = rank * 1000 + k;
+    rbuf[k] = -1;
+    CHECK_MPI(MPI_Irecv(&rbuf[k], 1, MPI_INT, left, 70 + k, MPI_COMM_WORLD, &rq[k]));
+  }
+  rq[K] = MPI_REQUEST_NULL;
+  for (int k = 0; k < K; k++)
+    CHECK_MPI(MPI_Isend(&sbuf[k], 1, MPI_INT, right, 70 + k, MPI_COMM_WORLD, &rq[K + 1 + k]));
+  rq[2 * K + 1] = MPI_REQUEST_NULL;
+  CHECK_MPI(MPI_Waitall(2 * K + 2, rq, st));
+  for (int k = 0; k < 2 * K + 2; k++)
+    CHECK(rq[k] == MPI_REQUEST_NULL, "request %d not freed by Waitall", k);
+  for (int k = 0; k < K; k++) {
+    CHECK(rbuf[k] == left * 1000 + k, "message %d: %d, want %d", k, rbuf[k], left * 1000 + k);
+    check_status(&st[k], left, 70 + k, MPI_INT, 1, "Waitall of many");
+  }
+  test_pass("waitall_many");
+}
+
 static void case_waitany(void) {
   int *rbuf = (int *)malloc(sizeof(int) * (size_t)size);
   int *sbuf = (int *)malloc(sizeof(int) * (size_t)size);
@@ -683,6 +709,7 @@ int main(int argc, char **argv) {
   case_sendrecv_ring();
   case_sendrecv_mixed();
   case_isend_irecv_all();
+  case_waitall_many();
   case_waitany();
   case_test_testall();
   case_request_free();

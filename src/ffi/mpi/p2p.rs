@@ -531,12 +531,12 @@ pub extern "C" fn PMPI_Test(
 fn complete_all(
     rt: &mut Runtime,
     reqs: &mut [MPI_Request],
-    idx: &[usize],
+    idx: impl Iterator<Item = usize>,
     sts: &mut Option<&mut [MPI_Status]>,
     op: &'static str,
 ) -> MpiResult<bool> {
     let mut any_err = false;
-    for &i in idx {
+    for i in idx {
         let st = if reqs[i] == MPI_REQUEST_NULL {
             empty_status(MPI_ANY_SOURCE)
         } else {
@@ -580,16 +580,28 @@ pub extern "C" fn PMPI_Waitall(
         let n = super::types::count_of(count)?;
         let reqs = ptr::array_mut(array_of_requests, n, "array_of_requests")?;
         let mut sts = ptr::statuses(array_of_statuses, n)?;
+        // The engine's ids, without a heap allocation for a few (a halo
+        // exchange's Waitall is on the critical path of its step).
+        let mut few = [0 as crate::comm::engine::ReqId; 16];
+        let mut many = Vec::new();
+        let mut k = 0;
         for &h in reqs.iter() {
             rt.check_req(h)?;
+            if let Some(id) = rt.reqs.get(&h).and_then(|e| e.id) {
+                if k < few.len() {
+                    few[k] = id;
+                } else {
+                    if many.is_empty() {
+                        many.extend_from_slice(&few);
+                    }
+                    many.push(id);
+                }
+                k += 1;
+            }
         }
-        let ids: Vec<_> = reqs
-            .iter()
-            .filter_map(|h| rt.reqs.get(h).and_then(|e| e.id))
-            .collect();
-        rt.eng.wait_all(&ids, "MPI_Waitall")?;
-        let idx: Vec<usize> = (0..n).collect();
-        if complete_all(rt, reqs, &idx, &mut sts, "MPI_Waitall")? {
+        let ids = if k <= few.len() { &few[..k] } else { &many[..] };
+        rt.eng.wait_all(ids, "MPI_Waitall")?;
+        if complete_all(rt, reqs, 0..n, &mut sts, "MPI_Waitall")? {
             return Err(in_status());
         }
         Ok(())
@@ -631,8 +643,7 @@ pub extern "C" fn PMPI_Testall(
             return ptr::put(flag, 0, "flag");
         }
         ptr::put(flag, 1, "flag")?;
-        let idx: Vec<usize> = (0..n).collect();
-        if complete_all(rt, reqs, &idx, &mut sts, "MPI_Testall")? {
+        if complete_all(rt, reqs, 0..n, &mut sts, "MPI_Testall")? {
             return Err(in_status());
         }
         Ok(())
