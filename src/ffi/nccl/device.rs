@@ -13,9 +13,9 @@
 //!
 //! Two ways to run: peers on this host with shareable buffers (CUDA IPC) are
 //! reduced device to device by a kernel, each rank one slice written to
-//! every destination; anything else (other collectives, groups, buffers IPC
-//! cannot share, ranks on other hosts) is staged through pinned host memory
-//! and run by the host collectives.
+//! every destination; anything else (other collectives, sends and
+//! receives, buffers IPC cannot share, ranks on other hosts) is staged
+//! through pinned host memory and run by the host collectives.
 
 use super::comm::Shared;
 use super::result::{NcclErr, NcclResult};
@@ -165,19 +165,35 @@ pub fn submit(sh: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
     sh.with_core(|core| run(&jobs, core, &mut st))
 }
 
-/// Runs one batch on the core.
+/// Runs one batch on the core: as the host path does, its sends and
+/// receives (staged) are posted first and complete last, and its
+/// collectives run in call order between, each taking the IPC path or
+/// staging as every rank decides alike in that collective's own exchange
+/// (ranks' batches may differ in their point-to-point parts).
 fn run(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> NcclResult<()> {
     let mut jobs = jobs.to_vec();
     for j in &mut jobs {
         resolve_scalar(j, st)?;
     }
+    let (n, me) = (core.comm.size(), core.comm.rank());
+    let p2p: Vec<Job> = jobs.iter().filter(|j| j.is_p2p()).cloned().collect();
+    // Point-to-point staging lives through the collectives, which use the
+    // pinned block: it gets pageable memory of its own.
+    let layout = Layout::of(&p2p, n, me);
+    let mut block = vec![0u8; layout.total];
+    let base = block.as_mut_ptr() as usize;
+    let host_p2p = layout.host_jobs(&p2p, n, me, base);
+    layout.copy(Dir::ToHost, base, st)?;
+    let posted = work::post_p2p(&host_p2p, core)?;
     let forced = crate::param::params().algo_for("gpu");
-    if let [one] = &jobs[..] {
-        if forced != Some("staged") && peer_kind(one.kind) && ipc(one, core, st)? {
-            return Ok(());
+    for j in jobs.iter().filter(|j| !j.is_p2p()) {
+        let done = forced != Some("staged") && peer_kind(j.kind) && ipc(j, core, st)?;
+        if !done {
+            staged(std::slice::from_ref(j), core, st)?;
         }
     }
-    staged(&jobs, core, st)
+    work::finish_p2p(posted, core)?;
+    layout.copy(Dir::ToDevice, base, st)
 }
 
 /// Reads a PreMulSum scalar that lives in device memory, now that the
@@ -551,6 +567,26 @@ impl Layout {
         base + r.host + (a - r.dev)
     }
 
+    /// Copies the inputs to the block at `base` (`ToHost`) or the outputs
+    /// back (`ToDevice`), and waits for the copies.
+    fn copy(&self, dir: Dir, base: usize, st: &DeviceState) -> NcclResult<()> {
+        if self.regions.is_empty() {
+            return Ok(());
+        }
+        for r in &self.regions {
+            if matches!(dir, Dir::ToHost) && r.input || matches!(dir, Dir::ToDevice) && r.output {
+                let (dst, src) = match dir {
+                    Dir::ToHost => (base + r.host, r.dev),
+                    _ => (r.dev, base + r.host),
+                };
+                // SAFETY: the caller's device range (NCCL's signature) and
+                // the staging block at `base`, which holds `total` bytes.
+                unsafe { copy_async(dir, dst, src, r.len, &st.stream) }.map_err(cuda)?;
+            }
+        }
+        st.stream.synchronize().map_err(cuda)
+    }
+
     /// `jobs` on the staged copies.
     fn host_jobs(&self, jobs: &[Job], n: usize, me: usize, base: usize) -> Vec<Job> {
         jobs.iter()
@@ -567,14 +603,15 @@ impl Layout {
     }
 }
 
-/// The staged path: inputs to pinned host memory, the host collectives on
-/// the copies, outputs back to the device.
+/// The staged path for collectives: inputs to pinned host memory (pageable
+/// beyond the pinned block), the host collectives on the copies, outputs
+/// back to the device.
 fn staged(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> NcclResult<()> {
     let (n, me) = (core.comm.size(), core.comm.rank());
     let layout = Layout::of(jobs, n, me);
-    let (regions, total) = (&layout.regions, layout.total);
     let (pinned, room) = st.staging.block();
     let mut pageable = Vec::new();
+    let total = layout.total;
     let base = if total <= room {
         pinned as usize
     } else {
@@ -582,20 +619,9 @@ fn staged(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> N
         pageable.as_mut_ptr() as usize
     };
     let host_jobs = layout.host_jobs(jobs, n, me, base);
-    for r in regions.iter().filter(|r| r.input) {
-        // SAFETY: the caller's device range (NCCL's signature) and our
-        // staging block, which holds `total` bytes.
-        unsafe { copy_async(Dir::ToHost, base + r.host, r.dev, r.len, &st.stream) }
-            .map_err(cuda)?;
-    }
-    st.stream.synchronize().map_err(cuda)?;
+    layout.copy(Dir::ToHost, base, st)?;
     work::run_batch(&host_jobs, core)?;
-    for r in regions.iter().filter(|r| r.output) {
-        // SAFETY: as above, the other way.
-        unsafe { copy_async(Dir::ToDevice, r.dev, base + r.host, r.len, &st.stream) }
-            .map_err(cuda)?;
-    }
-    st.stream.synchronize().map_err(cuda)
+    layout.copy(Dir::ToDevice, base, st)
 }
 
 #[cfg(test)]

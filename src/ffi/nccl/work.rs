@@ -488,6 +488,18 @@ pub fn run(job: &Job, core: &mut Core) -> NcclResult<()> {
 /// is posted first (so pairs in any order cannot deadlock), then the
 /// collectives run in call order, then the point-to-point ones complete.
 pub fn run_batch(jobs: &[Job], core: &mut Core) -> NcclResult<()> {
+    let posted = post_p2p(jobs, core)?;
+    for j in jobs.iter().filter(|j| !j.is_p2p()) {
+        run(j, core)?;
+    }
+    finish_p2p(posted, core)
+}
+
+/// Sends and receives of a batch, posted and not yet complete.
+pub struct Posted<'a>(Vec<(crate::comm::engine::ReqId, &'a Job)>);
+
+/// Posts the batch's sends and receives.
+pub fn post_p2p<'a>(jobs: &'a [Job], core: &mut Core) -> NcclResult<Posted<'a>> {
     let ctx = core.comm.p2p_ctx();
     let mut posted = Vec::new();
     for j in jobs.iter().filter(|j| j.is_p2p()) {
@@ -514,10 +526,12 @@ pub fn run_batch(jobs: &[Job], core: &mut Core) -> NcclResult<()> {
         };
         posted.push((id, j));
     }
-    for j in jobs.iter().filter(|j| !j.is_p2p()) {
-        run(j, core)?;
-    }
-    for (id, j) in posted {
+    Ok(Posted(posted))
+}
+
+/// Waits for posted sends and receives; a receive must get the size it asked for.
+pub fn finish_p2p(posted: Posted<'_>, core: &mut Core) -> NcclResult<()> {
+    for (id, j) in posted.0 {
         let st = core.eng.wait(id, j.name)?;
         if let Some(e) = st.error {
             return Err(e.into());
