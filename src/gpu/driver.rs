@@ -319,11 +319,19 @@ pub fn export(ptr: usize) -> Option<Exported> {
     })
 }
 
-/// Peers' allocations opened in this process, by handle, closed on drop.
+/// Peers' allocations opened in this process, by handle: the most
+/// recently used `MAPPINGS_KEPT`, each closed when it falls out or on drop.
+/// An allocation stays alive while it is mapped here, so an unbounded cache
+/// would keep every buffer a peer ever freed.
 #[derive(Default)]
 pub struct Mappings {
-    open: HashMap<[u8; 64], sys::CUdeviceptr>,
+    open: HashMap<[u8; 64], (sys::CUdeviceptr, u64)>,
+    clock: u64,
 }
+
+/// Mappings kept: twice the most one call opens (a send and a receive
+/// buffer for each rank), so a call never closes its own.
+pub const MAPPINGS_KEPT: usize = 4 * super::kernel::MAX_RANKS;
 
 // SAFETY: device addresses, usable from any thread of the process.
 unsafe impl Send for Mappings {}
@@ -331,30 +339,42 @@ unsafe impl Send for Mappings {}
 impl Mappings {
     /// The address in this process of the buffer `e` names.
     pub fn address(&mut self, e: &Exported) -> Result<usize> {
-        let base = match self.open.get(&e.handle) {
-            Some(&b) => b,
-            None => {
-                let h = sys::CUipcMemHandle {
-                    reserved: e.handle.map(|b| b as std::os::raw::c_char),
-                };
-                let mut b: sys::CUdeviceptr = 0;
-                // SAFETY: out-pointer to a local; the handle came from a
-                // peer's cuIpcGetMemHandle. 1 = CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.
-                check(
-                    unsafe { sys::cuIpcOpenMemHandle_v2(&mut b, h, 1) },
-                    "cuIpcOpenMemHandle",
-                )?;
-                self.open.insert(e.handle, b);
-                b
+        self.clock += 1;
+        if let Some(m) = self.open.get_mut(&e.handle) {
+            m.1 = self.clock;
+            return Ok((m.0 + e.offset) as usize);
+        }
+        if self.open.len() >= MAPPINGS_KEPT {
+            let oldest = *self
+                .open
+                .iter()
+                .min_by_key(|(_, m)| m.1)
+                .map(|(h, _)| h)
+                .expect("full");
+            if let Some((b, _)) = self.open.remove(&oldest) {
+                // SAFETY: opened by cuIpcOpenMemHandle, closed once; no
+                // kernel uses it (calls complete before they return).
+                unsafe { sys::cuIpcCloseMemHandle(b) };
             }
+        }
+        let h = sys::CUipcMemHandle {
+            reserved: e.handle.map(|b| b as std::os::raw::c_char),
         };
-        Ok((base + e.offset) as usize)
+        let mut b: sys::CUdeviceptr = 0;
+        // SAFETY: out-pointer to a local; the handle came from a peer's
+        // cuIpcGetMemHandle. 1 = CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.
+        check(
+            unsafe { sys::cuIpcOpenMemHandle_v2(&mut b, h, 1) },
+            "cuIpcOpenMemHandle",
+        )?;
+        self.open.insert(e.handle, (b, self.clock));
+        Ok((b + e.offset) as usize)
     }
 }
 
 impl Drop for Mappings {
     fn drop(&mut self) {
-        for (_, b) in self.open.drain() {
+        for (_, (b, _)) in self.open.drain() {
             // SAFETY: opened by cuIpcOpenMemHandle, closed once.
             unsafe { sys::cuIpcCloseMemHandle(b) };
         }
