@@ -398,6 +398,15 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
     Ok(true)
 }
 
+/// One step of a rank's share of an IPC collective.
+#[derive(Clone)]
+enum Action {
+    /// `len` bytes device to device.
+    Copy { dst: usize, src: usize, len: usize },
+    /// The reduction kernel over `args` (boxed: 600 bytes).
+    Reduce { op: Op, args: Box<Args> },
+}
+
 /// Queues this rank's share of an IPC collective.
 fn launch(
     job: &Job,
@@ -408,33 +417,62 @@ fn launch(
     recs: &[Record],
     st: &mut DeviceState,
 ) -> driver::Result<()> {
+    for a in plan(job, n, me, sends, recvs, recs) {
+        match a {
+            // SAFETY: both are buffers of the call's size (NCCL's
+            // signature, checked by the export), kept until the barrier.
+            Action::Copy { dst, src, len } => unsafe {
+                copy_async(Dir::Device, dst, src, len, &st.stream)?
+            },
+            // SAFETY: every source and destination is a buffer of the
+            // call's size, of this context or mapped into it, kept until
+            // the barrier.
+            Action::Reduce { op, args } => unsafe {
+                kernel::reduce(st.device, job.ty, op, &args, &st.stream)?
+            },
+        }
+    }
+    Ok(())
+}
+
+/// This rank's share of an IPC collective: each rank copies or reduces one
+/// slice (`AllReduce`, `Reduce`, `Broadcast`: a range of the buffer;
+/// `ReduceScatter`: its own block; `AllGather`: its own input) and writes
+/// it wherever it belongs.
+fn plan(
+    job: &Job,
+    n: usize,
+    me: usize,
+    sends: &[usize],
+    recvs: &[usize],
+    recs: &[Record],
+) -> Vec<Action> {
     let ext = job.ty.extent();
     let c = job.count;
     let b = c * ext;
     let share = |len: usize| (len * me / n, len * (me + 1) / n);
     match job.kind {
-        Kind::AllGather => {
-            for &r in recvs {
-                let dst = r + me * b;
-                if dst != sends[me] {
-                    // SAFETY: both buffers hold `b` bytes there (NCCL's
-                    // signature, checked by the export), until the barrier.
-                    unsafe { copy_async(Dir::Device, dst, sends[me], b, &st.stream)? };
-                }
-            }
-            Ok(())
-        }
+        Kind::AllGather => recvs
+            .iter()
+            .map(|&r| r + me * b)
+            .filter(|&dst| dst != sends[me])
+            .map(|dst| Action::Copy {
+                dst,
+                src: sends[me],
+                len: b,
+            })
+            .collect(),
         Kind::Broadcast(root) => {
             let (lo, hi) = share(b);
-            for &r in recvs {
-                if r + lo != sends[root] + lo {
-                    // SAFETY: as above, the root's `b` bytes to each receiver's.
-                    unsafe {
-                        copy_async(Dir::Device, r + lo, sends[root] + lo, hi - lo, &st.stream)?
-                    };
-                }
-            }
-            Ok(())
+            recvs
+                .iter()
+                .filter(|&&r| r != sends[root] && hi > lo)
+                .map(|&r| Action::Copy {
+                    dst: r + lo,
+                    src: sends[root] + lo,
+                    len: hi - lo,
+                })
+                .collect()
         }
         _ => {
             let red = job.red.as_ref().expect("reductions carry an op");
@@ -491,9 +529,10 @@ fn launch(
                 }
                 _ => unreachable!("peer_kind"),
             }
-            // SAFETY: every source and destination is a buffer of the call's
-            // size, of this context or mapped into it, kept until the barrier.
-            unsafe { kernel::reduce(st.device, job.ty, op, &a, &st.stream) }
+            vec![Action::Reduce {
+                op,
+                args: Box::new(a),
+            }]
         }
     }
 }
@@ -685,6 +724,233 @@ mod tests {
         assert_eq!(l.regions.len(), 1);
         assert!(l.regions[0].output && !l.regions[0].input);
         assert_eq!(l.host_jobs(&jobs, n, me, 0x1000)[0].send, 0);
+    }
+
+    /// Runs plans on host memory as the device would: copies, and the
+    /// kernel's rule per element (sources scaled and reduced in rank order
+    /// with the host kernels, written to every destination).
+    fn interpret(ty: ElemType, actions: &[Action]) {
+        let e = ty.extent();
+        for a in actions {
+            match a {
+                // SAFETY (both arms): the test's buffers, as the plan names them.
+                &Action::Copy { dst, src, len } => unsafe {
+                    std::ptr::copy(src as *const u8, dst as *mut u8, len)
+                },
+                Action::Reduce { op, args } => {
+                    let apply = crate::reduce::kernel(*op, ty).expect("kernel");
+                    let load = |k: usize, i: usize| {
+                        let at = args.src[k] as usize + i * e;
+                        let mut v =
+                            unsafe { std::slice::from_raw_parts(at as *const u8, e) }.to_vec();
+                        if args.mode == 1 {
+                            let f = if work::is_float(ty) {
+                                work::Factor::F(args.fscale[k])
+                            } else {
+                                work::Factor::I(i128::from(args.iscale[k]))
+                            };
+                            work::scale(ty, &mut v, &f);
+                        }
+                        v
+                    };
+                    for i in args.begin as usize..args.end as usize {
+                        let mut acc = load(0, i);
+                        for k in 1..args.nsrc as usize {
+                            apply(&load(k, i), &mut acc);
+                        }
+                        if args.mode == 2 {
+                            work::divide(ty, &mut acc, args.nsrc as usize);
+                        }
+                        for d in &args.dst[..args.ndst as usize] {
+                            let at = *d as usize + (i - args.dst_shift as usize) * e;
+                            unsafe { std::slice::from_raw_parts_mut(at as *mut u8, e) }
+                                .copy_from_slice(&acc);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Three ranks' buffers in one address space, as ranks of one process
+    /// use them: runs every rank's plan for `j` and returns the receive
+    /// buffers (`in_place(k)`: rank k receives at that offset of its send
+    /// buffer, and the whole send buffer is returned).
+    fn run_plans(
+        j: &Job,
+        send: &mut [Vec<u8>],
+        recv: &mut [Vec<u8>],
+        in_place: impl Fn(usize) -> Option<usize>,
+        scalars: &[i32],
+    ) -> Vec<Vec<u8>> {
+        let n = send.len();
+        let sends: Vec<usize> = (0..n)
+            .map(|k| {
+                if spans(j, n, k).0 > 0 {
+                    send[k].as_mut_ptr() as usize
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let recvs: Vec<usize> = (0..n)
+            .map(|k| match in_place(k) {
+                Some(off) => send[k].as_mut_ptr() as usize + off,
+                None if spans(j, n, k).1 > 0 => recv[k].as_mut_ptr() as usize,
+                None => 0,
+            })
+            .collect();
+        let recs: Vec<Record> = (0..n)
+            .map(|k| {
+                let mut scalar = [0u8; 8];
+                scalar[..4].copy_from_slice(&scalars.get(k).copied().unwrap_or(1).to_ne_bytes());
+                Record {
+                    ok: true,
+                    pid: 1,
+                    dev: 0,
+                    send_raw: 0,
+                    recv_raw: 0,
+                    send: driver::Exported {
+                        handle: [0; 64],
+                        offset: 0,
+                    },
+                    recv: driver::Exported {
+                        handle: [0; 64],
+                        offset: 0,
+                    },
+                    scalar,
+                }
+            })
+            .collect();
+        for me in 0..n {
+            interpret(j.ty, &plan(j, n, me, &sends, &recvs, &recs));
+        }
+        (0..n)
+            .map(|k| match in_place(k) {
+                Some(_) => send[k].clone(),
+                None => recv[k].clone(),
+            })
+            .collect()
+    }
+
+    fn f32s(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+    fn i32s(v: &[i32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+    fn as_f32(b: &[u8]) -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+    fn as_i32(b: &[u8]) -> Vec<i32> {
+        b.chunks_exact(4)
+            .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    /// Every rank's share, written where it belongs, gives NCCL's result:
+    /// uneven shares (7 elements over 3 ranks), in place, Avg, PreMulSum,
+    /// roots.
+    #[test]
+    fn ipc_plans_give_nccl_results() {
+        let (n, c) = (3usize, 7usize);
+        let x = |r: usize, i: usize| (r * 10 + i) as f32;
+        let inputs = |len: usize| -> Vec<Vec<u8>> {
+            (0..n)
+                .map(|r| f32s(&(0..len).map(|i| x(r, i)).collect::<Vec<_>>()))
+                .collect()
+        };
+        let zeros = |len: usize| vec![vec![0u8; len * 4]; n];
+        let mut jb = job(Kind::AllReduce, 0, 0, c);
+        jb.red = Some(Red::Op(Op::Sum));
+        let sum = |i: usize| (0..n).map(|r| x(r, i)).sum::<f32>();
+        // AllReduce, apart and in place.
+        for in_place in [false, true] {
+            let mut s = inputs(c);
+            let mut r = zeros(c);
+            let out = run_plans(&jb, &mut s, &mut r, |_| in_place.then_some(0), &[]);
+            for o in &out {
+                assert_eq!(
+                    as_f32(o),
+                    (0..c).map(sum).collect::<Vec<_>>(),
+                    "in place {in_place}"
+                );
+            }
+        }
+        // Avg of floats: each input scaled by 1/n (rounded), then summed.
+        jb.red = Some(Red::Avg);
+        let out = run_plans(&jb, &mut inputs(c), &mut zeros(c), |_| None, &[]);
+        let k = (1.0f64 / n as f64) as f32;
+        let avg = |i: usize| {
+            (0..n).fold(
+                0.0f32,
+                |a, r| if r == 0 { x(r, i) * k } else { a + x(r, i) * k },
+            )
+        };
+        assert_eq!(as_f32(&out[2]), (0..c).map(avg).collect::<Vec<_>>());
+        // Integers: PreMulSum with each rank's scalar; Avg sums then divides.
+        let mut ji = jb.clone();
+        ji.ty = ElemType::I32;
+        let ints = |_: ()| -> Vec<Vec<u8>> {
+            (0..n)
+                .map(|r| i32s(&(0..c).map(|i| (r * 10 + i) as i32).collect::<Vec<_>>()))
+                .collect()
+        };
+        ji.red = Some(Red::PreMul(vec![0; 4]));
+        let out = run_plans(&ji, &mut ints(()), &mut zeros(c), |_| None, &[2, 3, 5]);
+        let want: Vec<i32> = (0..c)
+            .map(|i| (0..n).map(|r| (r * 10 + i) as i32 * [2, 3, 5][r]).sum())
+            .collect();
+        assert_eq!(as_i32(&out[1]), want);
+        ji.red = Some(Red::Avg);
+        let out = run_plans(&ji, &mut ints(()), &mut zeros(c), |_| None, &[]);
+        let want: Vec<i32> = (0..c)
+            .map(|i| (0..n).map(|r| (r * 10 + i) as i32).sum::<i32>() / n as i32)
+            .collect();
+        assert_eq!(as_i32(&out[0]), want);
+        // Reduce (max) to rank 1: only its buffer is written.
+        let mut jr = job(Kind::Reduce(1), 0, 0, c);
+        jr.red = Some(Red::Op(Op::Max));
+        let out = run_plans(&jr, &mut inputs(c), &mut zeros(c), |_| None, &[]);
+        assert_eq!(
+            as_f32(&out[1]),
+            (0..c).map(|i| x(n - 1, i)).collect::<Vec<_>>()
+        );
+        assert_eq!(as_f32(&out[0]), vec![0.0; c]);
+        // ReduceScatter: rank k gets block k of the sum, apart and in place.
+        let mut js = job(Kind::ReduceScatter, 0, 0, c);
+        js.red = Some(Red::Op(Op::Sum));
+        for in_place in [false, true] {
+            let mut s = inputs(n * c);
+            let mut r = zeros(c);
+            let out = run_plans(&js, &mut s, &mut r, |k| in_place.then_some(k * c * 4), &[]);
+            for (k, o) in out.iter().enumerate() {
+                let got = if in_place {
+                    as_f32(&o[k * c * 4..(k + 1) * c * 4])
+                } else {
+                    as_f32(o)
+                };
+                assert_eq!(
+                    got,
+                    (k * c..(k + 1) * c).map(sum).collect::<Vec<_>>(),
+                    "in place {in_place}"
+                );
+            }
+        }
+        // AllGather; Broadcast from rank 2.
+        let ja = job(Kind::AllGather, 0, 0, c);
+        let out = run_plans(&ja, &mut inputs(c), &mut zeros(n * c), |_| None, &[]);
+        let all: Vec<f32> = (0..n).flat_map(|r| (0..c).map(move |i| x(r, i))).collect();
+        for o in &out {
+            assert_eq!(as_f32(o), all);
+        }
+        let jbc = job(Kind::Broadcast(2), 0, 0, c);
+        let out = run_plans(&jbc, &mut inputs(c), &mut zeros(c), |_| None, &[]);
+        for o in &out {
+            assert_eq!(as_f32(o), (0..c).map(|i| x(2, i)).collect::<Vec<_>>());
+        }
     }
 
     #[test]

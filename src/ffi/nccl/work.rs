@@ -217,7 +217,7 @@ pub(super) fn factor_of(ty: ElemType, b: &[u8]) -> Factor {
 
 /// Multiplies every element of `buf` by `k` in the element type's own
 /// arithmetic (half types through f32, rounded once).
-fn scale(ty: ElemType, buf: &mut [u8], k: &Factor) {
+pub(super) fn scale(ty: ElemType, buf: &mut [u8], k: &Factor) {
     macro_rules! each {
         ($n:expr, $f:expr) => {
             for e in buf.chunks_exact_mut($n) {
@@ -267,7 +267,7 @@ fn scale(ty: ElemType, buf: &mut [u8], k: &Factor) {
 }
 
 /// Divides every integer element of `buf` by `n` (truncating, as C does).
-fn divide(ty: ElemType, buf: &mut [u8], n: usize) {
+pub(super) fn divide(ty: ElemType, buf: &mut [u8], n: usize) {
     macro_rules! each {
         ($t:ty) => {
             for e in buf.chunks_exact_mut(std::mem::size_of::<$t>()) {
