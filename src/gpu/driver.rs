@@ -86,6 +86,39 @@ pub fn bind(device: c_int) -> Result<()> {
     )
 }
 
+/// The primary context of a device made current for a while; the
+/// thread's previous context (the caller's, maybe of another device) is
+/// current again when this drops.
+pub struct Entered {
+    previous: usize,
+}
+
+impl Entered {
+    /// Makes `device`'s primary context current.
+    pub fn enter(device: c_int) -> Result<Entered> {
+        let mut prev: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        check(
+            unsafe { sys::cuCtxGetCurrent(&mut prev) },
+            "cuCtxGetCurrent",
+        )?;
+        bind(device)?;
+        Ok(Entered {
+            previous: prev as usize,
+        })
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        if self.previous != 0 {
+            // SAFETY: the context that was current before, which the
+            // caller still holds.
+            unsafe { sys::cuCtxSetCurrent(self.previous as sys::CUcontext) };
+        }
+    }
+}
+
 /// Whether the primary context of `device` is active (the program has
 /// used CUDA on it).
 pub fn context_active(device: c_int) -> bool {

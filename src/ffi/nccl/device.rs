@@ -105,7 +105,7 @@ impl DeviceState {
     /// Makes the state of `sh` (on its device's context).
     fn new(sh: &Shared) -> NcclResult<DeviceState> {
         let device = sh.device;
-        ensure_context(device)?;
+        let _ctx = ensure_context(device)?;
         let stream = Stream::new().map_err(cuda)?;
         let staging = Pinned::new(crate::param::params().gpu_staging).map_err(cuda)?;
         // Without NVRTC the reductions go through host memory.
@@ -140,19 +140,16 @@ pub fn prepare(sh: &Arc<Shared>) {
     }
 }
 
-/// Makes a context current on the calling thread when it has none (a
-/// group's worker thread, or a program that has not used CUDA on it).
-fn ensure_context(device: c_int) -> NcclResult<()> {
-    if driver::current_device().is_none() {
-        driver::bind(device).map_err(cuda)?;
-    }
-    Ok(())
+/// Makes `device`'s primary context current until the value drops (the
+/// caller's own context, maybe of another device, comes back then).
+fn ensure_context(device: c_int) -> NcclResult<driver::Entered> {
+    driver::Entered::enter(device).map_err(cuda)
 }
 
 /// Runs device `jobs` of one communicator: after the work queued before
 /// them on their streams, to completion.
 pub fn submit(sh: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
-    ensure_context(sh.device)?;
+    let _ctx = ensure_context(sh.device)?;
     let state = sh.device_state(|| DeviceState::new(sh))?;
     let mut streams: Vec<usize> = jobs.iter().map(|j| j.stream).collect();
     streams.sort_unstable();
