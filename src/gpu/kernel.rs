@@ -232,9 +232,15 @@ fn source() -> String {
     src
 }
 
-/// Per device: every kernel by (type, op) as a `CUfunction` address, or why
-/// there are none.
-type Loaded = std::result::Result<HashMap<(ElemType, Op), usize>, GpuError>;
+/// A device's kernels by (type, op), as `CUfunction` addresses, and its
+/// multiprocessor count (the launches' grid bound).
+struct Kernels {
+    fns: HashMap<(ElemType, Op), usize>,
+    sms: u64,
+}
+
+/// Per device: its kernels, or why there are none.
+type Loaded = std::result::Result<Kernels, GpuError>;
 
 static LOADED: Mutex<Option<HashMap<c_int, Loaded>>> = Mutex::new(None);
 
@@ -290,16 +296,23 @@ fn load_module(device: c_int) -> Loaded {
             fns.insert((ty, op), f as usize);
         }
     }
-    Ok(fns)
+    let sms = driver::attribute(
+        device,
+        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?
+    .max(1) as u64;
+    Ok(Kernels { fns, sms })
 }
 
-/// The loaded kernel for `ty` and `op` on `device`.
-fn function(device: c_int, ty: ElemType, op: Op) -> Result<sys::CUfunction> {
+/// The loaded kernel for `ty` and `op` on `device`, and the device's
+/// multiprocessor count.
+fn function(device: c_int, ty: ElemType, op: Op) -> Result<(sys::CUfunction, u64)> {
     let m = LOADED.lock().unwrap_or_else(|p| p.into_inner());
     match m.as_ref().and_then(|m| m.get(&device)) {
-        Some(Ok(fns)) => fns
+        Some(Ok(k)) => k
+            .fns
             .get(&(ty, op))
-            .map(|&f| f as sys::CUfunction)
+            .map(|&f| (f as sys::CUfunction, k.sms))
             .ok_or_else(|| GpuError(format!("no device kernel for {op:?} on {ty:?}"))),
         Some(Err(e)) => Err(e.clone()),
         None => Err(GpuError("the device kernels were not loaded".into())),
@@ -343,12 +356,7 @@ pub unsafe fn reduce(device: c_int, ty: ElemType, op: Op, args: &Args, on: &Stre
     if args.end <= args.begin {
         return Ok(());
     }
-    let f = function(device, ty, op)?;
-    let sms = driver::attribute(
-        device,
-        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-    )?
-    .max(1) as u64;
+    let (f, sms) = function(device, ty, op)?;
     let threads = 512u64;
     let blocks = (args.end - args.begin).div_ceil(threads).clamp(1, sms * 4);
     let mut a = *args;

@@ -125,11 +125,7 @@ fn apart_or_in_place(a: usize, alen: usize, b: usize, blen: usize, at: usize) ->
 
 /// What every call checks first: handle, type (the stream is checked once
 /// the buffers say which path runs the call).
-fn common(
-    comm: ncclComm_t,
-    datatype: ncclDataTypeArg,
-    _stream: cudaStream_t,
-) -> NcclResult<(Arc<Shared>, ElemType)> {
+fn common(comm: ncclComm_t, datatype: ncclDataTypeArg) -> NcclResult<(Arc<Shared>, ElemType)> {
     // SAFETY: shared_of checks the handle.
     let sh = unsafe { shared_of(comm) }?;
     sh.check_open()?;
@@ -180,7 +176,7 @@ fn all_reduce(
     stream: cudaStream_t,
 ) -> ncclResult_t {
     issue("ncclAllReduce", || {
-        let (sh, ty) = common(comm, datatype, stream)?;
+        let (sh, ty) = common(comm, datatype)?;
         let b = size(count, ty, 1)?;
         let red = reduction(&sh, op, ty)?;
         let (s, r) = (
@@ -214,7 +210,7 @@ fn reduce(
     stream: cudaStream_t,
 ) -> ncclResult_t {
     issue("ncclReduce", || {
-        let (sh, ty) = common(comm, datatype, stream)?;
+        let (sh, ty) = common(comm, datatype)?;
         let b = size(count, ty, 1)?;
         let root = check_root(root, sh.size, "root")?;
         let red = reduction(&sh, op, ty)?;
@@ -252,7 +248,7 @@ fn broadcast(
     stream: cudaStream_t,
 ) -> ncclResult_t {
     issue(name, || {
-        let (sh, ty) = common(comm, datatype, stream)?;
+        let (sh, ty) = common(comm, datatype)?;
         let b = size(count, ty, 1)?;
         let root = check_root(root, sh.size, "root")?;
         let r = need(recvbuff, b, "recvbuff")?;
@@ -288,7 +284,7 @@ fn reduce_scatter(
     stream: cudaStream_t,
 ) -> ncclResult_t {
     issue("ncclReduceScatter", || {
-        let (sh, ty) = common(comm, datatype, stream)?;
+        let (sh, ty) = common(comm, datatype)?;
         let b = size(recvcount, ty, 1)?;
         let total = size(recvcount, ty, sh.size)?;
         let red = reduction(&sh, op, ty)?;
@@ -325,7 +321,7 @@ fn blocks(
     stream: cudaStream_t,
 ) -> ncclResult_t {
     issue(name, || {
-        let (sh, ty) = common(comm, datatype, stream)?;
+        let (sh, ty) = common(comm, datatype)?;
         let (n, me) = (sh.size, sh.rank);
         let b = size(count, ty, 1)?;
         let total = size(count, ty, n)?;
@@ -374,7 +370,7 @@ fn p2p(
     stream: cudaStream_t,
 ) -> ncclResult_t {
     issue(name, || {
-        let (sh, ty) = common(comm, datatype, stream)?;
+        let (sh, ty) = common(comm, datatype)?;
         let b = size(count, ty, 1)?;
         let peer = check_root(peer, sh.size, "peer")?;
         let p = need(

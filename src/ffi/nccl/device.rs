@@ -738,6 +738,7 @@ mod tests {
                     let apply = crate::reduce::kernel(*op, ty).expect("kernel");
                     let load = |k: usize, i: usize| {
                         let at = args.src[k] as usize + i * e;
+                        // SAFETY: an element of a source buffer the test owns.
                         let mut v =
                             unsafe { std::slice::from_raw_parts(at as *const u8, e) }.to_vec();
                         if args.mode == 1 {
@@ -760,6 +761,7 @@ mod tests {
                         }
                         for d in &args.dst[..args.ndst as usize] {
                             let at = *d as usize + (i - args.dst_shift as usize) * e;
+                            // SAFETY: an element of a destination the test owns.
                             unsafe { std::slice::from_raw_parts_mut(at as *mut u8, e) }
                                 .copy_from_slice(&acc);
                         }
