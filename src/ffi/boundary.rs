@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static PANICKED: AtomicBool = AtomicBool::new(false);
 
 /// Runs `f`, returning the panic message if it panicked.
+#[inline(always)]
 pub fn catch<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
         PANICKED.store(true, Ordering::SeqCst);

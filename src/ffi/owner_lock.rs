@@ -38,7 +38,8 @@ pub struct OwnerLock<T> {
     mutex: Mutex<()>,
     /// `pthread_self()` of the owner; 0 while there is none.
     owner: AtomicUsize,
-    /// The owner holds a guard from `enter` (written by the owner only).
+    /// The owner is inside `with` without the mutex (written by the owner
+    /// only).
     busy: AtomicBool,
     /// Another thread wanted the state: everyone takes the mutex now.
     revoked: AtomicBool,
@@ -48,7 +49,7 @@ pub struct OwnerLock<T> {
     poisoned: AtomicBool,
 }
 
-// SAFETY: `data` is only reached through a `Guard` from `enter`, which
+// SAFETY: `data` is only reached inside `with`, which
 // exists for one thread at a time (the owner's without the mutex while not
 // revoked, everyone else's under it), so sharing the lock only moves `T`
 // between threads.
@@ -60,17 +61,31 @@ fn this_thread() -> usize {
     unsafe { libc::pthread_self() as usize }
 }
 
-/// Exclusive access to an `OwnerLock`'s data; ends when dropped.
-pub struct Guard<'a, T> {
+/// The owner's unlocked access (`with`): on leaving, poisons the lock if
+/// the access panicked and clears `busy`.
+struct Leave<'a, T>(&'a OwnerLock<T>);
+
+impl<T> Drop for Leave<'_, T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.poisoned.store(true, Ordering::Relaxed);
+        }
+        // Publishes the owner's writes to a revoker waiting for it.
+        self.0.busy.store(false, Ordering::Release);
+    }
+}
+
+/// Access under the mutex to an `OwnerLock`'s data; ends when dropped.
+struct Guard<'a, T> {
     lock: &'a OwnerLock<T>,
-    /// Held unless this is the owner's unlocked access.
-    mutex: Option<MutexGuard<'a, ()>>,
+    _mutex: MutexGuard<'a, ()>,
 }
 
 impl<T> Deref for Guard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: a guard is the one access to the data (see `enter`).
+        // SAFETY: a guard is the one access to the data (see `enter_locked`).
         unsafe { &*self.lock.data.get() }
     }
 }
@@ -83,17 +98,11 @@ impl<T> DerefMut for Guard<'_, T> {
 }
 
 impl<T> Drop for Guard<'_, T> {
-    #[inline]
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.lock.poisoned.store(true, Ordering::Relaxed);
         }
-        if self.mutex.is_none() {
-            // Publishes the owner's writes to a revoker waiting for it.
-            self.lock.busy.store(false, Ordering::Release);
-        } else {
-            self.lock.holder.store(0, Ordering::Relaxed);
-        }
+        self.lock.holder.store(0, Ordering::Relaxed);
     }
 }
 
@@ -128,9 +137,23 @@ impl<T> OwnerLock<T> {
         self.owner.load(Ordering::Relaxed) == this_thread() && !self.revoked.load(Ordering::Relaxed)
     }
 
-    /// Exclusive access to the data until the guard drops.
-    #[inline]
-    pub fn enter(&self) -> Result<Guard<'_, T>, LockError> {
+    /// Runs `f` on the data, alone.
+    ///
+    /// The owner's path calls `f` in place rather than returning a guard:
+    /// a `Result<Guard>` went through the stack, its variant written as one
+    /// byte and read back in an 8-byte load, which the store buffer cannot
+    /// forward. That load waited for every older store to reach the cache,
+    /// among them the previous call's slot flag, whose line a peer was
+    /// polling. The same held for closures passed down not inlined (their
+    /// captures copied in 16-byte loads), so the export's path down to the
+    /// call's body is inlined (`state::run`, `state::call_if`,
+    /// `boundary::catch`, `lane::lane`). Alternated 2-rank runs of 8-byte
+    /// calls, medians of 15 batches, ns, before / after (Open MPI in the same
+    /// session): scatter 73-76 / 67.5-68 (72), bcast 60-63 / 57, gather
+    /// 68.5-79 / 64-69.5, reduce 67-72 / 64-68; allreduce and barrier
+    /// equal.
+    #[inline(always)]
+    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> Result<R, LockError> {
         if self.poisoned.load(Ordering::Relaxed) {
             return Err(LockError::Poisoned);
         }
@@ -147,17 +170,17 @@ impl<T> OwnerLock<T> {
                 // waits for `busy` to clear before it touches the data
                 // (see `revoke`), and `busy` was clear, so this is not a
                 // nested access on this thread.
-                return Ok(Guard {
-                    lock: self,
-                    mutex: None,
-                });
+                let _leave = Leave(self);
+                // SAFETY: as said above, this is the one access to the
+                // data until `_leave` drops.
+                return Ok(f(unsafe { &mut *self.data.get() }));
             }
             self.busy.store(false, Ordering::Release);
         }
-        self.enter_locked()
+        Ok(f(&mut *self.enter_locked()?))
     }
 
-    /// `enter` for every thread but an unrevoked owner.
+    /// Access for every thread but an unrevoked owner (see `with`).
     #[cold]
     #[inline(never)]
     fn enter_locked(&self) -> Result<Guard<'_, T>, LockError> {
@@ -177,13 +200,8 @@ impl<T> OwnerLock<T> {
         // ended before `revoke` returned.
         Ok(Guard {
             lock: self,
-            mutex: Some(mutex),
+            _mutex: mutex,
         })
-    }
-
-    /// Runs `f` on the data, alone.
-    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> Result<R, LockError> {
-        Ok(f(&mut *self.enter()?))
     }
 
     /// Takes the state from its owner for good; waits for it to leave.

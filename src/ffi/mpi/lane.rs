@@ -81,6 +81,7 @@ impl Lane<'_> {
 
 /// Runs `f` on communicator `comm` when the library runs and the check
 /// mode is off; `None` when the lane declines.
+#[inline(always)]
 fn lane(
     name: &'static str,
     comm: MPI_Comm,

@@ -205,6 +205,7 @@ pub fn call(
 /// changed nothing): `None` when the library is not running or `f`
 /// declined, so the caller takes the general way, which also reports
 /// every error in the arguments.
+#[inline(always)]
 pub fn call_if(
     name: &'static str,
     comm: MPI_Comm,
@@ -216,6 +217,7 @@ pub fn call_if(
     run(name, comm, f)
 }
 
+#[inline(always)]
 fn run(
     name: &'static str,
     comm: MPI_Comm,
@@ -223,14 +225,16 @@ fn run(
 ) -> Option<c_int> {
     let out = boundary::catch(|| -> Result<Option<()>, (MpiErr, MPI_Errhandler)> {
         let eh = || WORLD_EH.load(Ordering::Relaxed);
-        let mut guard = RT.enter().map_err(|e| (lock_error(e), eh()))?;
-        // `None` once finalized by another thread since the caller's check.
-        let rt = guard.as_mut().ok_or_else(|| (not_running(), eh()))?;
-        rt.err_comm = None;
-        f(rt).transpose().map_err(|e| {
-            let eh = rt.errhandler(rt.err_comm.unwrap_or(comm));
-            (e, eh)
+        RT.with(|slot| {
+            // `None` once finalized by another thread since the caller's check.
+            let rt = slot.as_mut().ok_or_else(|| (not_running(), eh()))?;
+            rt.err_comm = None;
+            f(rt).transpose().map_err(|e| {
+                let eh = rt.errhandler(rt.err_comm.unwrap_or(comm));
+                (e, eh)
+            })
         })
+        .map_err(|e| (lock_error(e), eh()))?
     });
     match out {
         Ok(Ok(done)) => done.map(|()| MPI_SUCCESS),
