@@ -18,5 +18,6 @@ mod lane;
 pub mod ops;
 pub mod p2p;
 pub mod ptr;
+pub mod requests;
 pub mod state;
 pub mod types;

@@ -197,7 +197,7 @@ impl Runtime {
     /// Removes a request from the table; its communicator's error handler
     /// now applies to this call.
     fn take_req(&mut self, h: MPI_Request) -> MpiResult<ReqEntry> {
-        let e = self.reqs.remove(&h).ok_or_else(|| {
+        let e = self.reqs.remove(h).ok_or_else(|| {
             MpiErr::new(MPI_ERR_REQUEST, format!("invalid request handle {h:#x}"))
         })?;
         self.err_comm.get_or_insert(e.comm);
@@ -205,7 +205,7 @@ impl Runtime {
     }
 
     fn check_req(&self, h: MPI_Request) -> MpiResult<()> {
-        if h == MPI_REQUEST_NULL || self.reqs.contains_key(&h) {
+        if h == MPI_REQUEST_NULL || self.reqs.contains(h) {
             Ok(())
         } else {
             Err(MpiErr::new(
@@ -225,16 +225,14 @@ impl Runtime {
     }
 
     fn is_done(&self, h: MPI_Request) -> bool {
-        match self.reqs.get(&h) {
+        match self.reqs.get(h) {
             None => true,
             Some(e) => e.id.is_none_or(|id| self.eng.is_done(id)),
         }
     }
 
-    fn store(&mut self, e: ReqEntry) -> MPI_Request {
-        let h = self.new_handle(0xac00_0000);
-        self.reqs.insert(h, e);
-        h
+    fn store(&mut self, e: ReqEntry) -> MpiResult<MPI_Request> {
+        self.reqs.insert(e)
     }
 }
 
@@ -417,8 +415,9 @@ pub extern "C" fn PMPI_Isend(
         if request.is_null() {
             return Err(MpiErr::new(MPI_ERR_ARG, "request is NULL"));
         }
+        rt.reqs.room()?;
         let e = rt.post_send(buf, count, datatype, dest, tag, comm, "MPI_Isend")?;
-        let h = rt.store(e);
+        let h = rt.store(e)?;
         ptr::put(request, h, "request")
     })
 }
@@ -452,8 +451,9 @@ pub extern "C" fn PMPI_Irecv(
         if request.is_null() {
             return Err(MpiErr::new(MPI_ERR_ARG, "request is NULL"));
         }
+        rt.reqs.room()?;
         let e = rt.post_recv(buf, count, datatype, source, tag, comm)?;
-        let h = rt.store(e);
+        let h = rt.store(e)?;
         ptr::put(request, h, "request")
     })
 }
@@ -587,7 +587,7 @@ pub extern "C" fn PMPI_Waitall(
         let mut k = 0;
         for &h in reqs.iter() {
             rt.check_req(h)?;
-            if let Some(id) = rt.reqs.get(&h).and_then(|e| e.id) {
+            if let Some(id) = rt.reqs.get(h).and_then(|e| e.id) {
                 if k < few.len() {
                     few[k] = id;
                 } else {
@@ -689,7 +689,7 @@ pub extern "C" fn PMPI_Waitany(
             None => {
                 let ids: Vec<_> = active
                     .iter()
-                    .map(|&i| rt.reqs[&reqs[i]].id.expect("pending"))
+                    .map(|&i| rt.reqs.get(reqs[i]).and_then(|e| e.id).expect("pending"))
                     .collect();
                 active[rt.eng.wait_any(&ids, "MPI_Waitany")?]
             }

@@ -5,6 +5,7 @@
 use super::consts::*;
 use super::errors::{class_name, MpiErr, MpiResult};
 use super::ops::UserOp;
+use super::requests::Requests;
 use super::types::Derived;
 use crate::bootstrap::launch::Launch;
 use crate::bootstrap::pmi::Pmi;
@@ -103,7 +104,7 @@ pub struct Runtime {
     /// Communicator handles.
     pub comms: Handles<CommEntry>,
     /// Request handles.
-    pub reqs: Handles<ReqEntry>,
+    pub reqs: Requests,
     /// Derived datatype handles.
     pub types: Handles<Derived>,
     /// User operation handles.
@@ -149,7 +150,7 @@ impl Runtime {
         Runtime {
             eng,
             comms,
-            reqs: Handles::default(),
+            reqs: Requests::default(),
             types: Handles::default(),
             ops: Handles::default(),
             next_handle: 0,
