@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::param;
 use crate::param::params;
 use crate::transport::frame::{Frame, FrameKind, FRAME_BYTES};
-use crate::transport::shm::segment::{current_cpu, pid_alive};
+use crate::transport::shm::segment::{current_cpu, pid_alive, runs, PAUSED};
 use crate::transport::shm::slots::AREAS;
 use crate::transport::shm::Segment;
 use crate::transport::tcp::link::TcpLinks;
@@ -173,6 +173,11 @@ const ALONE_POLL: Duration = Duration::from_micros(100);
 /// 2.65/2.38 (4.64), reduce_scatter 4 KiB 3.77/3.10 (8.93); rooted calls
 /// equal. 1, 2.5, 5, 10 and 30 us read alike.
 const RUN_POLL: Duration = Duration::from_micros(5);
+
+/// Yields `Engine::wait_for_mate` makes before it waits as other waits
+/// do: a rank on this core that computes keeps it for a time slice, and
+/// one that is asleep will not come back by being yielded to.
+const MATE_YIELDS: u32 = 16;
 
 /// One rank's engine: its links to every world rank and all pending work.
 pub struct Engine {
@@ -374,6 +379,25 @@ impl Engine {
     /// `set_machine_ranks` found).
     pub fn crowded(&self) -> bool {
         self.crowded
+    }
+
+    /// Whether this rank sees where its peers run (`informed`).
+    pub fn informed(&self) -> bool {
+        self.informed
+    }
+
+    /// Whether world rank `w` was last seen, running or paused, on this
+    /// rank's CPU (`Segment::on_cpu`), so that it cannot run while this
+    /// rank does; false unless `informed`.
+    pub fn shares_core(&self, w: usize) -> bool {
+        self.informed
+            && self.cpu != 0
+            && self
+                .on_seg
+                .get(w)
+                .copied()
+                .flatten()
+                .is_some_and(|p| self.peer_cpu(p) & !PAUSED == self.cpu)
     }
 
     /// Whether collectives may use the shared segment's slots: every link
@@ -675,7 +699,7 @@ impl Engine {
         // over, comes at once. 4 ranks on 2 cores, sendrecv 8-128 B, us, alternated,
         // spinning / not: 2.22-2.71 / 1.66-1.74 (Open MPI 1.92-2.24, or
         // 3.76-4.02 by run).
-        let off_cpu = self.informed && self.on_seg[src].is_some_and(|q| self.peer_cpu(q) == 0);
+        let off_cpu = self.informed && self.on_seg[src].is_some_and(|q| !runs(self.peer_cpu(q)));
         let spin = if off_cpu { 0 } else { self.spin };
         while !self.links[src].peek(&mut hdr) {
             if idle >= spin {
@@ -1094,6 +1118,34 @@ impl Engine {
         self.wait_checked(op, &[peer], true, self.slot_spin, true, done)
     }
 
+    /// `wait_for_running` for a peer that `shares_core` with this rank, in
+    /// a latency-bound call: it can only run once this rank yields, so
+    /// this rank yields at once and again, progressing the links between
+    /// yields, up to `MATE_YIELDS` times before it waits as
+    /// `wait_for_running` does (health checks, then sleep). It does not
+    /// mark itself paused meanwhile: waiters on other cores then poll for
+    /// it a little longer instead of handing their cores over, which pays
+    /// since a call needs every rank of both cores anyway.
+    pub fn wait_for_mate(
+        &mut self,
+        op: &'static str,
+        peer: usize,
+        mut done: impl FnMut(&Engine) -> bool,
+    ) -> Result<()> {
+        self.check()?;
+        for _ in 0..MATE_YIELDS {
+            std::thread::yield_now();
+            self.progress();
+            if self.broken.is_some() {
+                break;
+            }
+            if done(self) {
+                return Ok(());
+            }
+        }
+        self.wait_for_running(op, peer, done)
+    }
+
     /// `wait_inner` on a healthy engine; a failure poisons it.
     fn wait_checked(
         &mut self,
@@ -1157,9 +1209,10 @@ impl Engine {
             }
             idle = idle.saturating_add(1);
             if idle <= spin {
-                // A peer last seen on this rank's own CPU is not running
-                // now: spinning cannot help, only handing the core over.
-                if idle == 1 && watch.is_some_and(|p| self.peer_cpu(p) == self.cpu) {
+                // A peer last seen on this rank's own CPU (running or
+                // paused) is not running now: spinning cannot help, only
+                // handing the core over.
+                if idle == 1 && watch.is_some_and(|p| self.peer_cpu(p) & !PAUSED == self.cpu) {
                     idle = spin;
                 }
                 std::hint::spin_loop();
@@ -1186,7 +1239,7 @@ impl Engine {
                 }
                 let at = self.peer_cpu(p);
                 let since = *running_since.get_or_insert(now);
-                if at != 0 && at != self.cpu && now.duration_since(since) < RUN_POLL {
+                if runs(at) && at != self.cpu && now.duration_since(since) < RUN_POLL {
                     std::hint::spin_loop();
                     // Back here at the next idle round, past the spin.
                     idle = spin;
@@ -1252,7 +1305,7 @@ impl Engine {
             return;
         }
         let me = self.on_seg[self.me].unwrap_or(0);
-        seg.on_cpu(me).store(0, Ordering::Relaxed);
+        seg.on_cpu(me).store(self.cpu | PAUSED, Ordering::Relaxed);
         leave();
         self.note_running();
     }
@@ -2013,7 +2066,7 @@ mod tests {
                 // as not running (it yields, then sleeps).
                 let start = Instant::now();
                 let seen = loop {
-                    if seg.on_cpu(0).load(Ordering::Relaxed) == 0 {
+                    if seg.on_cpu(0).load(Ordering::Relaxed) & PAUSED != 0 {
                         break true;
                     }
                     if start.elapsed() > Duration::from_secs(5) {
@@ -2037,6 +2090,31 @@ mod tests {
         assert!(seen, "rank 0 never read as handed over");
         assert_eq!(seg.on_cpu(0).load(Ordering::Relaxed), e.cpu);
         assert_ne!(e.cpu, 0);
+    }
+
+    /// A peer shares this rank's core when its `on_cpu` word names this
+    /// rank's CPU, running (a stale mark: it cannot run now) or paused;
+    /// not when it names another CPU or none, nor where ranks do not
+    /// outnumber cores.
+    #[test]
+    fn mates_are_told_by_their_cpu() {
+        let seg = Arc::new(Segment::anonymous(2, 16384).unwrap());
+        let mut e = Engine::over_shm(0, seg.clone());
+        assert!(!e.shares_core(1), "not crowded: no mates");
+        e.set_machine_ranks(usize::MAX);
+        assert!(e.informed && e.cpu != 0);
+        let word = seg.on_cpu(1);
+        for (w, mate) in [
+            (e.cpu, true),
+            (e.cpu | PAUSED, true),
+            (e.cpu + 1, false),
+            ((e.cpu + 1) | PAUSED, false),
+            (0, false),
+        ] {
+            word.store(w, Ordering::Relaxed);
+            assert_eq!(e.shares_core(1), mate, "on_cpu {w:#x}");
+        }
+        assert!(!e.shares_core(7), "no such rank");
     }
 
     /// Messages queued in a link behind the one a receive waits for stay

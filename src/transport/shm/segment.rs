@@ -87,6 +87,15 @@ fn layout(nranks: usize, ring_bytes: usize) -> Layout {
     }
 }
 
+/// Set in a rank's `Segment::on_cpu` word while it has handed its core
+/// over; the rest of the word still says which CPU that was.
+pub const PAUSED: u32 = 1 << 31;
+
+/// Whether an `on_cpu` word says its rank runs now.
+pub fn runs(on_cpu: u32) -> bool {
+    on_cpu != 0 && on_cpu & PAUSED == 0
+}
+
 /// 1 + the CPU the calling thread runs on (0 if the kernel cannot say),
 /// as `Segment::on_cpu` holds it.
 pub fn current_cpu() -> u32 {
@@ -334,11 +343,12 @@ impl Segment {
         unsafe { &*(self.base().add(bells + 64 * rank) as *const Doorbell) }
     }
 
-    /// Where `rank` runs: 1 + the CPU it last found itself on, or 0 while
-    /// it has handed its core over inside a wait (a yield or a sleep). A
-    /// rank preempted by the kernel still reads as running, so a waiter
-    /// trusts it only for a bounded time. Each rank's word has a line of
-    /// its own: it changes at every hand-over, and waiters poll it.
+    /// Where `rank` runs: 1 + the CPU it last found itself on (0 before it
+    /// knows), with `PAUSED` set while it has handed its core over inside
+    /// a wait (a yield or a sleep). A rank preempted by the kernel still
+    /// reads as running, so a waiter trusts it only for a bounded time.
+    /// Each rank's word has a line of its own: it changes at every
+    /// hand-over, and waiters poll it.
     pub fn on_cpu(&self, rank: usize) -> &AtomicU32 {
         assert!(rank < self.nranks);
         let cpus = self.layout.cpus;
