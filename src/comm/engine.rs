@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::param;
 use crate::param::params;
 use crate::transport::frame::{Frame, FrameKind, FRAME_BYTES};
-use crate::transport::shm::segment::{current_cpu, pid_alive, runs, PAUSED};
+use crate::transport::shm::segment::{cpu_of, current_cpu, pid_alive, runs, PAUSED};
 use crate::transport::shm::slots::AREAS;
 use crate::transport::shm::Segment;
 use crate::transport::tcp::link::TcpLinks;
@@ -397,7 +397,7 @@ impl Engine {
                 .get(w)
                 .copied()
                 .flatten()
-                .is_some_and(|p| self.peer_cpu(p) & !PAUSED == self.cpu)
+                .is_some_and(|p| cpu_of(self.peer_cpu(p)) == self.cpu)
     }
 
     /// Whether collectives may use the shared segment's slots: every link
@@ -1005,11 +1005,12 @@ impl Engine {
     /// allocated; `take` each).
     pub fn wait_all(&mut self, ids: &[ReqId], op: &'static str) -> Result<()> {
         self.check_host(op)?;
-        if ids.iter().all(|&i| self.is_done(i)) {
-            return Ok(());
-        }
         let mut pending = ids.iter().copied().filter(|&i| !self.is_done(i));
-        if let (Some(id), None) = (pending.next(), pending.next()) {
+        let (first, second) = (pending.next(), pending.next());
+        let Some(id) = first else {
+            return Ok(());
+        };
+        if second.is_none() {
             // One request left (every blocking call, and a sendrecv whose
             // send went out at once): its peer, without a `Vec`.
             // Where ranks outnumber cores, past its spin it polls on while
@@ -1247,7 +1248,7 @@ impl Engine {
                 if idle == 1
                     && watch.is_some_and(|p| {
                         let at = self.peer_cpu(p);
-                        at & !PAUSED == self.cpu || at & PAUSED != 0
+                        cpu_of(at) == self.cpu || at & PAUSED != 0
                     })
                 {
                     idle = spin;

@@ -50,7 +50,7 @@ pub struct OwnerLock<T> {
 }
 
 // SAFETY: `data` is only reached inside `with`, which
-// exists for one thread at a time (the owner's without the mutex while not
+// runs for one thread at a time (the owner's without the mutex while not
 // revoked, everyone else's under it), so sharing the lock only moves `T`
 // between threads.
 unsafe impl<T: Send> Sync for OwnerLock<T> {}

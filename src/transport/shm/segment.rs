@@ -91,6 +91,12 @@ fn layout(nranks: usize, ring_bytes: usize) -> Layout {
 /// over; the rest of the word still says which CPU that was.
 pub const PAUSED: u32 = 1 << 31;
 
+/// The CPU part of an `on_cpu` word (1 + the CPU, 0 if unknown), paused
+/// or not.
+pub fn cpu_of(on_cpu: u32) -> u32 {
+    on_cpu & !PAUSED
+}
+
 /// Whether an `on_cpu` word says its rank runs now.
 pub fn runs(on_cpu: u32) -> bool {
     on_cpu != 0 && on_cpu & PAUSED == 0
