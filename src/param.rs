@@ -7,7 +7,7 @@
 //! | `FERROCOLL_SETUP_TIMEOUT` | `60` | seconds `MPI_Init` waits for the other ranks |
 //! | `FERROCOLL_CHECK` | `0` | `1`: before every collective the ranks compare what they were called with (collective, count, type, op, root); a mismatch fails on every rank with an error naming both sides instead of hanging or corrupting data |
 //! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial`; `gpu=staged`: NCCL calls on device buffers go through host memory instead of CUDA IPC |
-//! | `FERROCOLL_GPU` | `0` | `1`: NCCL calls on GPU device buffers run on ferrocoll's device path (not yet verified on a GPU; see README, "GPUs"); `0`: they are refused with `ncclInvalidUsage` |
+//! | `FERROCOLL_GPU` | `1` | `1`: NCCL calls on GPU device buffers run on ferrocoll's device path (see README, "GPUs"); `0`: they are refused with `ncclInvalidUsage` |
 //! | `FERROCOLL_GPU_STAGING_BYTES` | `67108864` | pinned host memory per communicator for NCCL calls on device buffers that are staged through host memory (larger ones use pageable memory) |
 //! | `FERROCOLL_SHM_RING_BYTES` | `1048576` | bytes of each per-pair shared-memory ring |
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
@@ -77,7 +77,8 @@ pub struct Params {
     pub socket_cc: Option<String>,
     /// `FERROCOLL_BIND`.
     pub bind: crate::bootstrap::bind::Bind,
-    /// `FERROCOLL_GPU`: NCCL calls on device buffers run (1) or are refused (0).
+    /// `FERROCOLL_GPU`: NCCL calls on device buffers run (1, the default) or
+    /// are refused (0).
     pub gpu: bool,
     /// `FERROCOLL_GPU_STAGING_BYTES`: pinned host memory per communicator
     /// for the NCCL device path's host staging (larger batches stage
@@ -161,7 +162,7 @@ impl Params {
                 Some(name) => Some(name.to_string()),
             },
             bind: crate::bootstrap::bind::Bind::parse(get("FERROCOLL_BIND").as_deref()),
-            gpu: get("FERROCOLL_GPU").is_some_and(|v| v.trim() == "1"),
+            gpu: get("FERROCOLL_GPU").is_none_or(|v| v.trim() != "0"),
             gpu_staging: get("FERROCOLL_GPU_STAGING_BYTES")
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .unwrap_or(64 << 20),

@@ -25,8 +25,8 @@ if ! ldconfig -p | grep -q 'libnvrtc\.so'; then
   [ -n "$d" ] && export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# The device path is opt-in until these tests have passed on a GPU.
-export FERROCOLL_GPU=1
+# The device path is on by default: test it so.
+unset FERROCOLL_GPU
 B=${BUILD:-$ROOT/build-gpu}
 mkdir -p "$B"
 flags=(-O2 -std=c++17 -I"$ROOT/include" -I"$ROOT/c_tests" -I"$ROOT/c_tests/nccl"
@@ -51,7 +51,7 @@ for item in $RUNS; do
   if [ "$kind" = test ]; then
     cmd=("$B/t_nccl_gpu")
   else
-    cmd=("$B/ncclperf_gpu" -b 8 -e 256M -f 4)
+    cmd=("$B/ncclperf_gpu" -b 4 -e 256M -f 4)
     [ "$path" = staged ] && cmd+=(-n 5 -w 2)
   fi
   env "${env[@]}" timeout "${STEP_TIMEOUT:-300}" "$LIBDIR/ferrorun" -n "$n" "${cmd[@]}" ||

@@ -1,4 +1,4 @@
-/* GPU tests of ferrocoll's NCCL face: device buffers (FERROCOLL_GPU=1).
+/* GPU tests of ferrocoll's NCCL face: device buffers.
  * Built with nvcc where CUDA is installed (c_tests/gpu/run.sh); ranks are
  * processes started by ferrorun that meet through MPI, all on one GPU when
  * the machine has one (NCCL refuses that; ferrocoll allows it).

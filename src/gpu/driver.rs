@@ -210,6 +210,46 @@ pub unsafe fn synchronize(stream: StreamHandle) -> Result<()> {
     )
 }
 
+/// Waits, on the host, for what a kernel queued on `stream` now would wait
+/// for: the work queued on it, and the work it implicitly follows. A
+/// blocking stream (`cudaStreamCreate`) follows the legacy default stream,
+/// where a `cudaMemcpy` from pageable memory may still be landing after it
+/// returned; the legacy stream (NULL) follows every blocking stream, so for
+/// it the whole context is waited for.
+///
+/// # Safety
+/// `stream` is a stream of this process (or NULL, the legacy stream).
+pub unsafe fn wait_for_stream(stream: StreamHandle) -> Result<()> {
+    // CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, CUDA's special handles.
+    const LEGACY: StreamHandle = 0x1;
+    if stream == 0 || stream == LEGACY {
+        // SAFETY: no arguments; the caller's context is current.
+        return check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
+    }
+    // SAFETY: per the contract above.
+    unsafe { synchronize(stream) }?;
+    let mut flags: c_uint = 0;
+    // SAFETY: per the contract above; out-pointer to a local.
+    let r = unsafe { sys::cuStreamGetFlags(stream as sys::CUstream, &mut flags) };
+    // 1 = CU_STREAM_NON_BLOCKING; a stream whose flags cannot be read (the
+    // per-thread default stream, say) is taken as blocking.
+    if r != sys::CUresult::CUDA_SUCCESS || flags & 1 == 0 {
+        // SAFETY: the legacy stream of the current context.
+        unsafe { synchronize(LEGACY) }?;
+    }
+    Ok(())
+}
+
+/// Where `device` sits on the PCI bus (domain, bus, device), the same for
+/// every process that sees it under whatever ordinal.
+pub fn pci_location(device: c_int) -> Result<u64> {
+    use sys::CUdevice_attribute as A;
+    let at = |a| attribute(device, a).map(|v| v as u64);
+    Ok(at(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)? << 32
+        | at(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)? << 16
+        | at(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?)
+}
+
 /// A stream of our own. Non-blocking: it never waits for the legacy stream,
 /// which may itself be waiting for our work.
 pub struct Stream(sys::CUstream);
@@ -332,9 +372,56 @@ pub struct Exported {
     pub offset: u64,
 }
 
-/// Exports the allocation holding `ptr`; `None` when it cannot be shared
-/// (memory from a stream-ordered pool or a virtual-memory mapping).
-pub fn export(ptr: usize) -> Option<Exported> {
+/// Exports of this process's allocations, by the driver's buffer ID (never
+/// reused within a process, so a freed and reallocated buffer is exported
+/// afresh): `cuIpcGetMemHandle` is a call into the kernel driver, a
+/// pointer attribute is not.
+#[derive(Default)]
+pub struct Exports {
+    /// Buffer ID -> (allocation base, size, handle).
+    by_id: HashMap<u64, (u64, u64, [u8; 64])>,
+}
+
+/// Exports remembered; beyond that the table starts again.
+const EXPORTS_KEPT: usize = 256;
+
+impl Exports {
+    /// `export(ptr)`, remembered.
+    pub fn export(&mut self, ptr: usize) -> Option<Exported> {
+        let id = pointer_u64(
+            ptr,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+        )?;
+        if let Some(&(base, size, handle)) = self.by_id.get(&id) {
+            let p = ptr as u64;
+            if p >= base && p < base + size {
+                return Some(Exported {
+                    handle,
+                    offset: p - base,
+                });
+            }
+        }
+        let (e, base, size) = export_with_range(ptr)?;
+        if self.by_id.len() >= EXPORTS_KEPT {
+            self.by_id.clear();
+        }
+        self.by_id.insert(id, (base, size, e.handle));
+        Some(e)
+    }
+}
+
+/// A 64-bit attribute of `cuPointerGetAttribute` for `p`.
+fn pointer_u64(p: usize, a: sys::CUpointer_attribute) -> Option<u64> {
+    let mut v: u64 = 0;
+    // SAFETY: the driver writes one unsigned long long for this attribute.
+    let r = unsafe { sys::cuPointerGetAttribute(&mut v as *mut u64 as *mut c_void, a, p as u64) };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(v)
+}
+
+/// Exports the allocation holding `ptr`, with the allocation's base and
+/// size; `None` when it cannot be shared (memory from a stream-ordered pool
+/// or a virtual-memory mapping).
+fn export_with_range(ptr: usize) -> Option<(Exported, u64, u64)> {
     let (mut base, mut size): (sys::CUdeviceptr, usize) = (0, 0);
     let mut h = sys::CUipcMemHandle { reserved: [0; 64] };
     // SAFETY: out-pointers to locals; the driver checks the address.
@@ -346,10 +433,14 @@ pub fn export(ptr: usize) -> Option<Exported> {
         .ok()?;
         check(sys::cuIpcGetMemHandle(&mut h, base), "cuIpcGetMemHandle").ok()?;
     }
-    Some(Exported {
-        handle: h.reserved.map(|b| b as u8),
-        offset: ptr as u64 - base,
-    })
+    Some((
+        Exported {
+            handle: h.reserved.map(|b| b as u8),
+            offset: ptr as u64 - base,
+        },
+        base,
+        size as u64,
+    ))
 }
 
 /// Peers' allocations opened in this process, by handle: the most

@@ -1,6 +1,6 @@
-//! NCCL calls on device buffers. Opt-in (`FERROCOLL_GPU=1`) until the GPU
-//! tests (`c_tests/gpu/`) have passed on a GPU; without it device buffers
-//! are refused with a message naming the switch.
+//! NCCL calls on device buffers (tested on a GPU by `c_tests/gpu/`);
+//! `FERROCOLL_GPU=0` switches them off, and device buffers are then refused
+//! with a message naming the switch.
 //!
 //! A call waits for the work queued before it on the caller's stream, runs,
 //! and completes before it returns, so later work on any stream sees its
@@ -22,11 +22,12 @@ use super::result::{NcclErr, NcclResult};
 use super::types::ncclResult_t;
 use super::work::{self, Job, Kind, Red};
 use crate::coll::{self, Ctx};
-use crate::gpu::driver::{self, copy_async, Dir, Mappings, Pinned, Stream};
+use crate::gpu::driver::{self, copy_async, Dir, Exports, Mappings, Pinned, Stream};
 use crate::gpu::kernel::{self, Args, MAX_RANKS};
 use crate::reduce::Op;
 use std::os::raw::c_int;
 use std::sync::Arc;
+use std::time::Instant;
 
 fn cuda(e: driver::GpuError) -> NcclErr {
     NcclErr {
@@ -75,9 +76,9 @@ pub fn on_device(job: &Job, n: usize, me: usize) -> NcclResult<bool> {
     };
     if device && !crate::param::params().gpu {
         return Err(NcclErr::usage(
-            "the buffers are GPU device memory: ferrocoll's device path is switched off by \
-             default until its GPU tests have passed on a GPU (set FERROCOLL_GPU=1 to use it; \
-             host and managed memory work without it)",
+            "the buffers are GPU device memory: ferrocoll's device path is switched off \
+             (FERROCOLL_GPU=0): unset it to use device buffers; host and managed memory \
+             work without it",
         ));
     }
     Ok(device)
@@ -92,6 +93,8 @@ pub fn check_stream(stream: usize) -> NcclResult<()> {
 /// What a communicator holds for its device calls.
 pub struct DeviceState {
     device: c_int,
+    /// Its GPU's PCI location: ranks with the same one share a GPU.
+    gpu: u64,
     stream: Stream,
     /// Pinned staging; larger batches stage through pageable memory.
     staging: Pinned,
@@ -99,6 +102,54 @@ pub struct DeviceState {
     kernels: bool,
     /// Peers' buffers opened through CUDA IPC.
     peers: Mappings,
+    /// This process's buffers exported for IPC.
+    exports: Exports,
+    /// Where the calls' time went (logged at `FERROCOLL_DEBUG=info`).
+    phases: Phases,
+}
+
+impl Drop for DeviceState {
+    fn drop(&mut self) {
+        self.phases.log();
+    }
+}
+
+/// Time spent in each phase of the device calls, summed.
+#[derive(Default)]
+struct Phases {
+    calls: u64,
+    spent: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl Phases {
+    /// Adds the time since `*since` to `phase`, and restarts the clock.
+    fn add(&mut self, phase: &'static str, since: &mut Instant) {
+        let now = Instant::now();
+        let d = now - *since;
+        *since = now;
+        match self.spent.iter_mut().find(|(p, _)| *p == phase) {
+            Some((_, t)) => *t += d,
+            None => self.spent.push((phase, d)),
+        }
+    }
+
+    fn log(&self) {
+        if self.calls == 0 {
+            return;
+        }
+        crate::param::debug_log(crate::param::DebugLevel::Info, || {
+            let per: Vec<String> = self
+                .spent
+                .iter()
+                .map(|(p, t)| format!("{p} {:.1}", t.as_secs_f64() * 1e6 / self.calls as f64))
+                .collect();
+            format!(
+                "ferrocoll: device path, {} calls, us per call: {}",
+                self.calls,
+                per.join(", ")
+            )
+        });
+    }
 }
 
 impl DeviceState {
@@ -117,10 +168,13 @@ impl DeviceState {
         }
         Ok(DeviceState {
             device,
+            gpu: driver::pci_location(device).map_err(cuda)?,
             stream,
             staging,
             kernels: kernels.is_ok(),
             peers: Mappings::default(),
+            exports: Exports::default(),
+            phases: Phases::default(),
         })
     }
 }
@@ -149,6 +203,7 @@ fn ensure_context(device: c_int) -> NcclResult<driver::Entered> {
 /// Runs device `jobs` of one communicator: after the work queued before
 /// them on their streams, to completion.
 pub fn submit(sh: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
+    let mut t = Instant::now();
     let _ctx = ensure_context(sh.device)?;
     let state = sh.device_state(|| DeviceState::new(sh))?;
     let mut streams: Vec<usize> = jobs.iter().map(|j| j.stream).collect();
@@ -156,9 +211,11 @@ pub fn submit(sh: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
     streams.dedup();
     for s in streams {
         // SAFETY: the caller's stream (NCCL's contract).
-        unsafe { driver::synchronize(s) }.map_err(cuda)?;
+        unsafe { driver::wait_for_stream(s) }.map_err(cuda)?;
     }
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+    st.phases.calls += 1;
+    st.phases.add("stream", &mut t);
     sh.with_core(|core| run(&jobs, core, &mut st))
 }
 
@@ -217,15 +274,16 @@ fn resolve_scalar(j: &mut Job, st: &mut DeviceState) -> NcclResult<()> {
     Ok(())
 }
 
-/// Collectives the IPC path runs.
+/// Collectives the IPC path runs: all but sends and receives.
 fn peer_kind(k: Kind) -> bool {
+    !matches!(k, Kind::Send(_) | Kind::Recv(_))
+}
+
+/// Collectives the IPC path runs as copies alone.
+fn copy_kind(k: Kind) -> bool {
     matches!(
         k,
-        Kind::AllReduce
-            | Kind::ReduceScatter
-            | Kind::Reduce(_)
-            | Kind::AllGather
-            | Kind::Broadcast(_)
+        Kind::AllGather | Kind::Broadcast(_) | Kind::AlltoAll | Kind::Gather(_) | Kind::Scatter(_)
     )
 }
 
@@ -236,6 +294,8 @@ struct Record {
     pid: u32,
     /// Its CUDA device.
     dev: i32,
+    /// Its GPU's PCI location.
+    gpu: u64,
     send_raw: u64,
     recv_raw: u64,
     send: driver::Exported,
@@ -243,7 +303,7 @@ struct Record {
     scalar: [u8; 8],
 }
 
-const RECORD: usize = 1 + 4 + 4 + 8 + 8 + (64 + 8) * 2 + 8;
+const RECORD: usize = 1 + 4 + 4 + 8 + 8 + 8 + (64 + 8) * 2 + 8;
 
 impl Record {
     fn encode(&self) -> Vec<u8> {
@@ -251,6 +311,7 @@ impl Record {
         v.push(self.ok as u8);
         v.extend(self.pid.to_le_bytes());
         v.extend(self.dev.to_le_bytes());
+        v.extend(self.gpu.to_le_bytes());
         v.extend(self.send_raw.to_le_bytes());
         v.extend(self.recv_raw.to_le_bytes());
         for e in [&self.send, &self.recv] {
@@ -271,11 +332,12 @@ impl Record {
             ok: b[0] != 0,
             pid: u32::from_le_bytes(b[1..5].try_into().expect("4 bytes")),
             dev: i32::from_le_bytes(b[5..9].try_into().expect("4 bytes")),
-            send_raw: u64_at(9),
-            recv_raw: u64_at(17),
-            send: exported(25),
-            recv: exported(25 + 72),
-            scalar: b[25 + 144..25 + 152].try_into().expect("8 bytes"),
+            gpu: u64_at(9),
+            send_raw: u64_at(17),
+            recv_raw: u64_at(25),
+            send: exported(33),
+            recv: exported(33 + 72),
+            scalar: b[33 + 144..33 + 152].try_into().expect("8 bytes"),
         }
     }
 }
@@ -303,25 +365,32 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
         handle: [0; 64],
         offset: 0,
     };
+    let mut t = Instant::now();
     let send = if sl > 0 {
-        driver::export(job.send)
+        st.exports.export(job.send)
     } else {
         Some(none)
     };
     let recv = if rl > 0 {
-        driver::export(job.recv)
+        st.exports.export(job.recv)
     } else {
         Some(none)
     };
+    st.phases.add("export", &mut t);
     let mut scalar = [0u8; 8];
     if let Some(Red::PreMul(v)) = &job.red {
         scalar[..v.len()].copy_from_slice(v);
     }
-    let needs_kernel = !matches!(job.kind, Kind::AllGather | Kind::Broadcast(_));
+    // An AlltoAll in place would overwrite blocks other ranks still read.
+    let in_place_alltoall = matches!(job.kind, Kind::AlltoAll) && job.send == job.recv;
     let mine = Record {
-        ok: send.is_some() && recv.is_some() && (st.kernels || !needs_kernel),
+        ok: send.is_some()
+            && recv.is_some()
+            && (st.kernels || copy_kind(job.kind))
+            && !in_place_alltoall,
         pid: std::process::id(),
         dev: st.device,
+        gpu: st.gpu,
         send_raw: job.send as u64,
         recv_raw: job.recv as u64,
         send: send.unwrap_or(none),
@@ -329,6 +398,7 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
         scalar,
     };
     let all = exchange(core, job.name, &mine.encode())?;
+    st.phases.add("exchange", &mut t);
     let recs: Vec<Record> = all.chunks_exact(RECORD).map(Record::decode).collect();
     if !recs.iter().all(|r| r.ok) {
         return Ok(false);
@@ -374,8 +444,10 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
             break;
         }
     }
+    st.phases.add("map", &mut t);
     // Everyone must have mapped everything before anyone writes.
     let flags = exchange(core, job.name, &[opened.is_ok() as u8])?;
+    st.phases.add("agree", &mut t);
     if flags.contains(&0) {
         crate::param::debug_log(crate::param::DebugLevel::Info, || {
             format!(
@@ -386,12 +458,18 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
         });
         return Ok(false);
     }
-    launch(job, n, me, &sends, &recvs, &recs, st).map_err(cuda)?;
-    st.stream.synchronize().map_err(cuda)?;
+    let actions = plan(job, n, me, &sends, &recvs, &recs);
+    if !actions.is_empty() {
+        launch(job, &actions, st).map_err(cuda)?;
+        st.phases.add("launch", &mut t);
+        st.stream.synchronize().map_err(cuda)?;
+        st.phases.add("device", &mut t);
+    }
     // Nobody's stream goes on (reading its result, reusing its input)
-    // until every rank has written its part.
+    // until every rank's part is written.
     let c = &mut Ctx::new(&mut core.eng, &mut core.comm).named(job.name);
     coll::barrier::barrier(c)?;
+    st.phases.add("barrier", &mut t);
     Ok(true)
 }
 
@@ -405,17 +483,9 @@ enum Action {
 }
 
 /// Queues this rank's share of an IPC collective.
-fn launch(
-    job: &Job,
-    n: usize,
-    me: usize,
-    sends: &[usize],
-    recvs: &[usize],
-    recs: &[Record],
-    st: &mut DeviceState,
-) -> driver::Result<()> {
-    for a in plan(job, n, me, sends, recvs, recs) {
-        match a {
+fn launch(job: &Job, actions: &[Action], st: &mut DeviceState) -> driver::Result<()> {
+    for a in actions {
+        match *a {
             // SAFETY: both are buffers of the call's size (NCCL's
             // signature, checked by the export), kept until the barrier.
             Action::Copy { dst, src, len } => unsafe {
@@ -424,18 +494,18 @@ fn launch(
             // SAFETY: every source and destination is a buffer of the
             // call's size, of this context or mapped into it, kept until
             // the barrier.
-            Action::Reduce { op, args } => unsafe {
-                kernel::reduce(st.device, job.ty, op, &args, &st.stream)?
+            Action::Reduce { op, ref args } => unsafe {
+                kernel::reduce(st.device, job.ty, op, args, &st.stream)?
             },
         }
     }
     Ok(())
 }
 
-/// This rank's share of an IPC collective: each rank copies or reduces one
-/// slice (`AllReduce`, `Reduce`, `Broadcast`: a range of the buffer;
-/// `ReduceScatter`: its own block; `AllGather`: its own input) and writes
-/// it wherever it belongs.
+/// This rank's share of an IPC collective. The work is split by GPU, not
+/// by rank: the lowest rank on each GPU does that GPU's share, and the
+/// others nothing, since kernels of processes sharing a GPU take turns on
+/// it (a context switch each) rather than run together.
 fn plan(
     job: &Job,
     n: usize,
@@ -444,11 +514,58 @@ fn plan(
     recvs: &[usize],
     recs: &[Record],
 ) -> Vec<Action> {
+    let gpu = |k: usize| recs[k].gpu;
+    let leaders: Vec<usize> = (0..n)
+        .filter(|&k| (0..k).all(|i| gpu(i) != gpu(k)))
+        .collect();
+    let Some(j) = leaders.iter().position(|&k| k == me) else {
+        return Vec::new();
+    };
+    match job.kind {
+        // Per-rank blocks: those of every rank on this GPU.
+        Kind::AllGather
+        | Kind::ReduceScatter
+        | Kind::AlltoAll
+        | Kind::Gather(_)
+        | Kind::Scatter(_) => (0..n)
+            .filter(|&k| gpu(k) == gpu(me))
+            .flat_map(|k| part(job, n, k, (j, leaders.len()), sends, recvs, recs))
+            .collect(),
+        _ => part(job, n, me, (j, leaders.len()), sends, recvs, recs),
+    }
+}
+
+/// One part of an IPC collective: slice `j` of `m` of the buffer
+/// (`AllReduce`, `Reduce`, `Broadcast`), or rank `me`'s blocks
+/// (`ReduceScatter`: its block of the result; `AllGather`, `Gather`: its
+/// input; `AlltoAll`: its input's blocks; `Scatter`: its block of the
+/// root's input), copied or reduced and written wherever they belong; a
+/// block already in place is not copied.
+fn part(
+    job: &Job,
+    n: usize,
+    me: usize,
+    (j, m): (usize, usize),
+    sends: &[usize],
+    recvs: &[usize],
+    recs: &[Record],
+) -> Vec<Action> {
     let ext = job.ty.extent();
     let c = job.count;
     let b = c * ext;
-    let share = |len: usize| (len * me / n, len * (me + 1) / n);
+    let share = |len: usize| (len * j / m, len * (j + 1) / m);
+    // One block, unless it is already where it belongs (in place).
+    let block = |dst: usize, src: usize| {
+        (dst != src)
+            .then_some(Action::Copy { dst, src, len: b })
+            .into_iter()
+    };
     match job.kind {
+        Kind::Gather(root) => block(recvs[root] + me * b, sends[me]).collect(),
+        Kind::Scatter(root) => block(recvs[me], sends[root] + me * b).collect(),
+        Kind::AlltoAll => (0..n)
+            .flat_map(|r| block(recvs[r] + me * b, sends[me] + r * b))
+            .collect(),
         Kind::AllGather => recvs
             .iter()
             .map(|&r| r + me * b)
@@ -655,9 +772,14 @@ fn staged(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> N
         pageable.as_mut_ptr() as usize
     };
     let host_jobs = layout.host_jobs(jobs, n, me, base);
+    let mut t = Instant::now();
     layout.copy(Dir::ToHost, base, st)?;
+    st.phases.add("to host", &mut t);
     work::run_batch(&host_jobs, core)?;
-    layout.copy(Dir::ToDevice, base, st)
+    st.phases.add("host", &mut t);
+    layout.copy(Dir::ToDevice, base, st)?;
+    st.phases.add("to device", &mut t);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -772,10 +894,12 @@ mod tests {
     }
 
     /// Three ranks' buffers in one address space, as ranks of one process
-    /// use them: runs every rank's plan for `j` and returns the receive
-    /// buffers (`in_place(k)`: rank k receives at that offset of its send
-    /// buffer, and the whole send buffer is returned).
+    /// use them: runs every rank's plan for `j` (rank k on GPU `gpu(k)`)
+    /// and returns the receive buffers (`in_place(k)`: rank k receives at
+    /// that offset of its send buffer, and the whole send buffer is
+    /// returned).
     fn run_plans(
+        gpu: fn(usize) -> u64,
         j: &Job,
         send: &mut [Vec<u8>],
         recv: &mut [Vec<u8>],
@@ -807,6 +931,7 @@ mod tests {
                     ok: true,
                     pid: 1,
                     dev: 0,
+                    gpu: gpu(k),
                     send_raw: 0,
                     recv_raw: 0,
                     send: driver::Exported {
@@ -821,9 +946,14 @@ mod tests {
                 }
             })
             .collect();
+        let mut acting = 0;
         for me in 0..n {
-            interpret(j.ty, &plan(j, n, me, &sends, &recvs, &recs));
+            let p = plan(j, n, me, &sends, &recvs, &recs);
+            acting += !p.is_empty() as usize;
+            interpret(j.ty, &p);
         }
+        let gpus = (0..n).filter(|&k| (0..k).all(|i| gpu(i) != gpu(k))).count();
+        assert!(acting <= gpus, "one rank per GPU acts");
         (0..n)
             .map(|k| match in_place(k) {
                 Some(_) => send[k].clone(),
@@ -849,11 +979,17 @@ mod tests {
             .collect()
     }
 
-    /// Every rank's share, written where it belongs, gives NCCL's result:
+    /// Every GPU's share, written where it belongs, gives NCCL's result:
     /// uneven shares (7 elements over 3 ranks), in place, Avg, PreMulSum,
-    /// roots.
+    /// roots; with the three ranks on one GPU, on two, and on three.
     #[test]
     fn ipc_plans_give_nccl_results() {
+        for gpu in [|_| 0, |k| (k / 2) as u64, |k| k as u64] {
+            ipc_plans_with(gpu);
+        }
+    }
+
+    fn ipc_plans_with(gpu: fn(usize) -> u64) {
         let (n, c) = (3usize, 7usize);
         let x = |r: usize, i: usize| (r * 10 + i) as f32;
         let inputs = |len: usize| -> Vec<Vec<u8>> {
@@ -869,7 +1005,7 @@ mod tests {
         for in_place in [false, true] {
             let mut s = inputs(c);
             let mut r = zeros(c);
-            let out = run_plans(&jb, &mut s, &mut r, |_| in_place.then_some(0), &[]);
+            let out = run_plans(gpu, &jb, &mut s, &mut r, |_| in_place.then_some(0), &[]);
             for o in &out {
                 assert_eq!(
                     as_f32(o),
@@ -880,7 +1016,7 @@ mod tests {
         }
         // Avg of floats: each input scaled by 1/n (rounded), then summed.
         jb.red = Some(Red::Avg);
-        let out = run_plans(&jb, &mut inputs(c), &mut zeros(c), |_| None, &[]);
+        let out = run_plans(gpu, &jb, &mut inputs(c), &mut zeros(c), |_| None, &[]);
         let k = (1.0f64 / n as f64) as f32;
         let avg = |i: usize| {
             (0..n).fold(
@@ -898,13 +1034,13 @@ mod tests {
                 .collect()
         };
         ji.red = Some(Red::PreMul(vec![0; 4]));
-        let out = run_plans(&ji, &mut ints(()), &mut zeros(c), |_| None, &[2, 3, 5]);
+        let out = run_plans(gpu, &ji, &mut ints(()), &mut zeros(c), |_| None, &[2, 3, 5]);
         let want: Vec<i32> = (0..c)
             .map(|i| (0..n).map(|r| (r * 10 + i) as i32 * [2, 3, 5][r]).sum())
             .collect();
         assert_eq!(as_i32(&out[1]), want);
         ji.red = Some(Red::Avg);
-        let out = run_plans(&ji, &mut ints(()), &mut zeros(c), |_| None, &[]);
+        let out = run_plans(gpu, &ji, &mut ints(()), &mut zeros(c), |_| None, &[]);
         let want: Vec<i32> = (0..c)
             .map(|i| (0..n).map(|r| (r * 10 + i) as i32).sum::<i32>() / n as i32)
             .collect();
@@ -912,7 +1048,7 @@ mod tests {
         // Reduce (max) to rank 1: only its buffer is written.
         let mut jr = job(Kind::Reduce(1), 0, 0, c);
         jr.red = Some(Red::Op(Op::Max));
-        let out = run_plans(&jr, &mut inputs(c), &mut zeros(c), |_| None, &[]);
+        let out = run_plans(gpu, &jr, &mut inputs(c), &mut zeros(c), |_| None, &[]);
         assert_eq!(
             as_f32(&out[1]),
             (0..c).map(|i| x(n - 1, i)).collect::<Vec<_>>()
@@ -924,7 +1060,14 @@ mod tests {
         for in_place in [false, true] {
             let mut s = inputs(n * c);
             let mut r = zeros(c);
-            let out = run_plans(&js, &mut s, &mut r, |k| in_place.then_some(k * c * 4), &[]);
+            let out = run_plans(
+                gpu,
+                &js,
+                &mut s,
+                &mut r,
+                |k| in_place.then_some(k * c * 4),
+                &[],
+            );
             for (k, o) in out.iter().enumerate() {
                 let got = if in_place {
                     as_f32(&o[k * c * 4..(k + 1) * c * 4])
@@ -940,15 +1083,52 @@ mod tests {
         }
         // AllGather; Broadcast from rank 2.
         let ja = job(Kind::AllGather, 0, 0, c);
-        let out = run_plans(&ja, &mut inputs(c), &mut zeros(n * c), |_| None, &[]);
+        let out = run_plans(gpu, &ja, &mut inputs(c), &mut zeros(n * c), |_| None, &[]);
         let all: Vec<f32> = (0..n).flat_map(|r| (0..c).map(move |i| x(r, i))).collect();
         for o in &out {
             assert_eq!(as_f32(o), all);
         }
         let jbc = job(Kind::Broadcast(2), 0, 0, c);
-        let out = run_plans(&jbc, &mut inputs(c), &mut zeros(c), |_| None, &[]);
+        let out = run_plans(gpu, &jbc, &mut inputs(c), &mut zeros(c), |_| None, &[]);
         for o in &out {
             assert_eq!(as_f32(o), (0..c).map(|i| x(2, i)).collect::<Vec<_>>());
+        }
+        // AlltoAll: rank k's block r goes to rank r's block k.
+        let jt = job(Kind::AlltoAll, 0, 0, c);
+        let out = run_plans(
+            gpu,
+            &jt,
+            &mut inputs(n * c),
+            &mut zeros(n * c),
+            |_| None,
+            &[],
+        );
+        for (r, o) in out.iter().enumerate() {
+            let want: Vec<f32> = (0..n)
+                .flat_map(|k| (r * c..(r + 1) * c).map(move |i| x(k, i)))
+                .collect();
+            assert_eq!(as_f32(o), want, "alltoall at {r}");
+        }
+        // Gather to rank 1.
+        let jg = job(Kind::Gather(1), 0, 0, c);
+        let out = run_plans(gpu, &jg, &mut inputs(c), &mut zeros(n * c), |_| None, &[]);
+        let all: Vec<f32> = (0..n).flat_map(|k| (0..c).map(move |i| x(k, i))).collect();
+        assert_eq!(as_f32(&out[1]), all, "gather");
+        assert_eq!(as_f32(&out[0]), vec![0.0; n * c], "only the root receives");
+        // Scatter from rank 2, apart and in place (the root's block stays).
+        let js = job(Kind::Scatter(2), 0, 0, c);
+        for in_place in [false, true] {
+            let at = |k: usize| (in_place && k == 2).then_some(2 * c * 4);
+            let out = run_plans(gpu, &js, &mut inputs(n * c), &mut zeros(c), at, &[]);
+            for (k, o) in out.iter().enumerate() {
+                let got = if at(k).is_some() {
+                    as_f32(&o[2 * c * 4..3 * c * 4])
+                } else {
+                    as_f32(o)
+                };
+                let want: Vec<f32> = (k * c..(k + 1) * c).map(|i| x(2, i)).collect();
+                assert_eq!(got, want, "scatter to {k}, in place {in_place}");
+            }
         }
     }
 
@@ -958,6 +1138,7 @@ mod tests {
             ok: true,
             pid: 4242,
             dev: 3,
+            gpu: 0x1_0042_0000,
             send_raw: 0x7f00_0000_1000,
             recv_raw: 0x7f00_0000_2000,
             send: driver::Exported {
@@ -975,8 +1156,8 @@ mod tests {
         let d = Record::decode(&bytes);
         assert!(d.ok);
         assert_eq!(
-            (d.pid, d.send_raw, d.recv_raw),
-            (r.pid, r.send_raw, r.recv_raw)
+            (d.pid, d.dev, d.gpu, d.send_raw, d.recv_raw),
+            (r.pid, r.dev, r.gpu, r.send_raw, r.recv_raw)
         );
         assert_eq!((d.send, d.recv, d.scalar), (r.send, r.recv, r.scalar));
     }
