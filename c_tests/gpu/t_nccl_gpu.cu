@@ -7,7 +7,8 @@
  * device must round; the other collectives, in-place layouts, Send/Recv in
  * a group; stream order (a call runs after the work queued before it on
  * its stream, and later work, on any stream, sees its result); PreMulSum with device and host scalars;
- * ncclMemAlloc; a CUDA graph capture refused with ncclInvalidUsage; mixed
+ * ncclMemAlloc; large AllReduce, Broadcast and Reduce (12 MiB: the staged
+ * path cuts them into pieces); a CUDA graph capture refused with ncclInvalidUsage; mixed
  * host/device buffers refused; one process holding two ranks
  * (ncclCommInitAll on one device) when run with one process. */
 #include <cuda_bf16.h>
@@ -249,6 +250,45 @@ static void up(float *d, const std::vector<float> &h) {
 }
 static float val(int r, size_t i) { return (float)(r * 1000 + (int)(i % 997)); }
 
+/* ---- large calls: the staged path cuts them into pieces ------------------- */
+static void test_large(ncclComm_t comm, cudaStream_t s) {
+  step("large");
+  const int n = g_size, me = g_rank, root = n - 1;
+  const size_t c = (3u << 20) + 7; /* 12 MiB of floats: three pieces and a bit */
+  float *a, *b;
+  CHECK_CUDA(cudaMalloc(&a, c * 4));
+  CHECK_CUDA(cudaMalloc(&b, c * 4));
+  std::vector<float> mine(c), h;
+  for (size_t i = 0; i < c; i++) mine[i] = val(me, i);
+  float base = 0; /* sum over ranks of r * 1000 */
+  for (int r = 0; r < n; r++) base += (float)(r * 1000);
+  up(a, mine);
+  CHECK_NCCL(ncclAllReduce(a, b, c, ncclFloat, ncclSum, comm, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  h = down(b, c);
+  for (size_t i = 0; i < c; i++)
+    CHECK(h[i] == base + n * (float)(i % 997), "large allreduce %zu: %g", i, h[i]);
+  CHECK_NCCL(ncclAllReduce(a, a, c, ncclFloat, ncclMax, comm, s)); /* in place */
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  h = down(a, c);
+  for (size_t i = 0; i < c; i++) CHECK(h[i] == val(n - 1, i), "large allreduce in place %zu", i);
+  up(a, mine);
+  CHECK_NCCL(ncclBroadcast(a, b, c, ncclFloat, root, comm, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  h = down(b, c);
+  for (size_t i = 0; i < c; i++) CHECK(h[i] == val(root, i), "large bcast %zu", i);
+  up(b, std::vector<float>(c, -1));
+  CHECK_NCCL(ncclReduce(a, b, c, ncclFloat, ncclMin, root, comm, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  if (me == root) {
+    h = down(b, c);
+    for (size_t i = 0; i < c; i++) CHECK(h[i] == val(0, i), "large reduce %zu", i);
+  }
+  CHECK_CUDA(cudaFree(a));
+  CHECK_CUDA(cudaFree(b));
+  test_pass("large allreduce (apart, in place), broadcast and reduce");
+}
+
 static void test_collectives(ncclComm_t comm, cudaStream_t s) {
   step("collectives");
   const int n = g_size, me = g_rank, root = n > 1 ? 1 : 0;
@@ -450,6 +490,7 @@ int main(int argc, char **argv) {
   test_types(comm, s);
   test_collectives(comm, s);
   test_premul_and_memalloc(comm, s);
+  test_large(comm, s);
   ncclResult_t async;
   CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
   CHECK(async == ncclSuccess, "async error %d", (int)async);

@@ -242,7 +242,10 @@ fn run(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> Nccl
     let forced = crate::param::params().algo_for("gpu");
     for j in jobs.iter().filter(|j| !j.is_p2p()) {
         let done = forced != Some("staged") && peer_kind(j.kind) && ipc(j, core, st)?;
-        if !done {
+        if done {
+        } else if piecewise(j.kind) && j.count * j.ty.extent() > PIECE {
+            staged_pieces(j, core, st)?;
+        } else {
             staged(std::slice::from_ref(j), core, st)?;
         }
     }
@@ -782,6 +785,134 @@ fn staged(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> N
     Ok(())
 }
 
+/// Bytes of one buffer's piece in a staged call cut into pieces: the same
+/// for every rank, whatever its staging block, so all cut alike.
+const PIECE: usize = 4 << 20;
+
+/// Collectives whose elements are independent, which the staged path may
+/// run a piece (a range of elements) at a time.
+fn piecewise(k: Kind) -> bool {
+    matches!(k, Kind::AllReduce | Kind::Reduce(_) | Kind::Broadcast(_))
+}
+
+/// One piece of a staged call: the host collective on a slot of host
+/// memory, and where its bytes sit on the device.
+#[derive(Debug)]
+struct Piece {
+    /// The call on the slot's copies.
+    host: Job,
+    /// Offset of the piece in the device buffers, and its length.
+    off: usize,
+    len: usize,
+}
+
+/// Cuts elementwise `job` into pieces of `PIECE` bytes, piece i in slot
+/// i % 2 of two slots of `slot` bytes at `base` (input first, then output,
+/// or one region in place); buffers insignificant at `me` stay 0.
+fn cut(job: &Job, n: usize, me: usize, base: usize, slot: usize) -> Vec<Piece> {
+    let ext = job.ty.extent();
+    let per = (PIECE / ext).max(1);
+    let (sl, rl) = spans(job, n, me);
+    let in_place = sl > 0 && rl > 0 && job.send == job.recv;
+    (0..job.count.div_ceil(per))
+        .map(|i| {
+            let lo = i * per;
+            let count = per.min(job.count - lo);
+            let at = base + (i % 2) * slot;
+            let out = if in_place { at } else { at + per * ext };
+            Piece {
+                host: Job {
+                    send: if sl > 0 { at } else { 0 },
+                    recv: if rl > 0 { out } else { 0 },
+                    count,
+                    device: false,
+                    ..job.clone()
+                },
+                off: lo * ext,
+                len: count * ext,
+            }
+        })
+        .collect()
+}
+
+/// The staged path for one large elementwise collective, a piece at a
+/// time through two slots of host memory (pinned where the staging block
+/// holds them): the copy of the next piece to the host runs while the host
+/// collective works on this one. Across hosts this pipelines the device
+/// copies with the network.
+fn staged_pieces(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclResult<()> {
+    let (n, me) = (core.comm.size(), core.comm.rank());
+    let ext = job.ty.extent();
+    let slot = (2 * (PIECE / ext).max(1) * ext).next_multiple_of(64);
+    let (pinned, room) = st.staging.block();
+    let mut pageable = Vec::new();
+    let base = if 2 * slot <= room {
+        pinned as usize
+    } else {
+        pageable.resize(2 * slot, 0u8);
+        pageable.as_mut_ptr() as usize
+    };
+    let pieces = cut(job, n, me, base, slot);
+    let mut t = Instant::now();
+    let copy_in = |p: &Piece, st: &DeviceState| -> NcclResult<()> {
+        // SAFETY: a piece of the caller's send buffer (NCCL's signature)
+        // and its slot, which holds it; the slot outlives the copy (the
+        // stream is synchronised before this function returns).
+        unsafe {
+            copy_async(
+                Dir::ToHost,
+                p.host.send,
+                job.send + p.off,
+                p.len,
+                &st.stream,
+            )
+        }
+        .map_err(cuda)
+    };
+    let copy_out = |p: &Piece, st: &DeviceState| -> NcclResult<()> {
+        // SAFETY: as for copy_in, to the caller's receive buffer.
+        unsafe {
+            copy_async(
+                Dir::ToDevice,
+                job.recv + p.off,
+                p.host.recv,
+                p.len,
+                &st.stream,
+            )
+        }
+        .map_err(cuda)
+    };
+    let mut go = || -> NcclResult<()> {
+        // Which buffers matter here (the same for every piece).
+        let sends = pieces[0].host.send != 0;
+        let recvs = pieces[0].host.recv != 0;
+        for p in pieces.iter().take(2).filter(|_| sends) {
+            copy_in(p, st)?;
+        }
+        for (i, p) in pieces.iter().enumerate() {
+            // This piece's input is in (and the next one's on its way).
+            if i == 0 {
+                st.stream.synchronize().map_err(cuda)?;
+            }
+            work::run_batch(std::slice::from_ref(&p.host), core)?;
+            if recvs {
+                copy_out(p, st)?;
+            }
+            st.stream.synchronize().map_err(cuda)?;
+            // This slot is free again: the piece after next goes there.
+            if let Some(q) = pieces.get(i + 2).filter(|_| sends) {
+                copy_in(q, st)?;
+            }
+        }
+        Ok(())
+    };
+    let r = go();
+    // No copy may still use the slots when they go.
+    let done = st.stream.synchronize().map_err(cuda);
+    st.phases.add("pieces", &mut t);
+    r.and(done)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1130,6 +1261,47 @@ mod tests {
                 assert_eq!(got, want, "scatter to {k}, in place {in_place}");
             }
         }
+    }
+
+    /// A staged call in pieces covers every element once, alternates two
+    /// slots, keeps in-place calls in place, and leaves insignificant
+    /// buffers out.
+    #[test]
+    fn pieces_cover_the_call() {
+        let per = PIECE / 4;
+        let (base, slot) = (0x1000_0000, 2 * PIECE);
+        let mut j = job(Kind::AllReduce, 0x10_0000_0000, 0x20_0000_0000, 2 * per + 5);
+        let p = cut(&j, 2, 0, base, slot);
+        assert_eq!(p.len(), 3);
+        assert_eq!(
+            p.iter()
+                .map(|p| (p.off, p.len, p.host.count))
+                .collect::<Vec<_>>(),
+            [(0, PIECE, per), (PIECE, PIECE, per), (2 * PIECE, 20, 5)]
+        );
+        assert_eq!(
+            p.iter()
+                .map(|p| (p.host.send, p.host.recv))
+                .collect::<Vec<_>>(),
+            [
+                (base, base + PIECE),
+                (base + slot, base + slot + PIECE),
+                (base, base + PIECE)
+            ]
+        );
+        assert!(p.iter().all(|p| !p.host.device));
+        j.recv = j.send;
+        assert!(cut(&j, 2, 0, base, slot)
+            .iter()
+            .all(|p| p.host.send == p.host.recv));
+        // Broadcast from 1: rank 0 has no input, rank 1 both; Reduce to 1:
+        // rank 0 has no output.
+        j = job(Kind::Broadcast(1), 0x10_0000_0000, 0x20_0000_0000, per + 1);
+        assert!(cut(&j, 2, 0, base, slot).iter().all(|p| p.host.send == 0));
+        assert!(cut(&j, 2, 1, base, slot).iter().all(|p| p.host.send != 0));
+        j.kind = Kind::Reduce(1);
+        assert!(cut(&j, 2, 0, base, slot).iter().all(|p| p.host.recv == 0));
+        assert!(piecewise(Kind::AllReduce) && !piecewise(Kind::AllGather));
     }
 
     #[test]
