@@ -6,9 +6,11 @@
  * Cases: every type x op of AllReduce against a reference rounded as the
  * device must round; the other collectives, in-place layouts, Send/Recv in
  * a group; stream order (a call runs after the work queued before it on
- * its stream, and later work, on any stream, sees its result); PreMulSum with device and host scalars;
- * ncclMemAlloc; large AllReduce, Broadcast and Reduce (12 MiB: the staged
- * path cuts them into pieces); a CUDA graph capture refused with ncclInvalidUsage; mixed
+ * its stream, returns before that work is done where each rank has a GPU,
+ * and later work on its stream, or ordered after it by an event, sees its
+ * result); PreMulSum with device and host scalars; ncclMemAlloc; large
+ * AllReduce, Broadcast and Reduce (12 MiB: the staged path cuts them into
+ * pieces); a CUDA graph capture refused with ncclInvalidUsage; mixed
  * host/device buffers refused; one process holding two ranks
  * (ncclCommInitAll on one device) when run with one process. */
 #include <cuda_bf16.h>
@@ -19,6 +21,8 @@
 #include "nccl_testutil.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdint.h>
 #include <vector>
 
@@ -209,12 +213,31 @@ static void test_stream_order(ncclComm_t comm, cudaStream_t s) {
   CHECK_CUDA(cudaMalloc(&after, n * 4));
   cudaStream_t other;
   CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  cudaEvent_t before, call;
+  CHECK_CUDA(cudaEventCreateWithFlags(&before, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventCreateWithFlags(&call, cudaEventDisableTiming));
+  int ndev = 1;
+  CHECK_CUDA(cudaGetDeviceCount(&ndev));
+  const char *algo = getenv("FERROCOLL_ALGO");
+  const bool staged = algo && strstr(algo, "gpu=staged");
   for (int round = 0; round < 3; round++) {
     /* about 100 ms of work before the call fills its input */
     slow_fill<<<64, 256, 0, s>>>(in, n, (float)(g_rank + 1 + round), 100000000ull);
+    CHECK_CUDA(cudaEventRecord(before, s));
     CHECK_NCCL(ncclAllReduce(in, out, n, ncclFloat, ncclSum, comm, s));
-    /* later work on the same stream, and (the call having completed) on
-     * an unrelated stream, sees the result */
+    /* Stream-ordered, as NCCL: the call returned with the work before it
+     * still running, where every rank has a GPU of its own (processes
+     * sharing a GPU, and the staged path, wait on the host). Round 0 may
+     * open mappings and load kernels. */
+    if (round > 0 && !staged && g_size <= ndev)
+      CHECK(cudaEventQuery(before) == cudaErrorNotReady,
+            "round %d: the call waited for the work queued before it", round);
+    /* later work on the same stream, and on an unrelated stream ordered
+     * after the call by an event, sees the result */
+    if (round == 1) {
+      CHECK_CUDA(cudaEventRecord(call, s));
+      CHECK_CUDA(cudaStreamWaitEvent(other, call, 0));
+    }
     twice<<<64, 256, 0, round == 1 ? other : s>>>(out, after, n);
     CHECK_CUDA(cudaStreamSynchronize(round == 1 ? other : s));
     std::vector<float> h(n);
@@ -233,10 +256,13 @@ static void test_stream_order(ncclComm_t comm, cudaStream_t s) {
   CHECK_CUDA(cudaMemcpy(&x, after + 5, 4, cudaMemcpyDeviceToHost));
   CHECK(x == 2.0f * g_size, "legacy stream: %g, want %g", x, 2.0f * g_size);
   CHECK_CUDA(cudaStreamDestroy(other));
+  CHECK_CUDA(cudaEventDestroy(before));
+  CHECK_CUDA(cudaEventDestroy(call));
   CHECK_CUDA(cudaFree(in));
   CHECK_CUDA(cudaFree(out));
   CHECK_CUDA(cudaFree(after));
-  test_pass("stream order: runs after the work queued before it; later work sees the result");
+  test_pass("stream order: after the work before it (returning first where each rank has a "
+            "GPU); later work sees the result");
 }
 
 /* ---- the other collectives ------------------------------------------------ */

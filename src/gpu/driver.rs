@@ -220,24 +220,40 @@ pub unsafe fn synchronize(stream: StreamHandle) -> Result<()> {
 /// # Safety
 /// `stream` is a stream of this process (or NULL, the legacy stream).
 pub unsafe fn wait_for_stream(stream: StreamHandle) -> Result<()> {
-    // CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, CUDA's special handles.
-    const LEGACY: StreamHandle = 0x1;
-    if stream == 0 || stream == LEGACY {
+    if is_legacy(stream) {
         // SAFETY: no arguments; the caller's context is current.
         return check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
     }
     // SAFETY: per the contract above.
     unsafe { synchronize(stream) }?;
+    // SAFETY: per the contract above.
+    if unsafe { follows_legacy(stream) } {
+        // SAFETY: the legacy stream of the current context.
+        unsafe { synchronize(LEGACY) }?;
+    }
+    Ok(())
+}
+
+/// CUDA's handle of the legacy default stream (`CU_STREAM_LEGACY`).
+pub const LEGACY: StreamHandle = 0x1;
+
+/// Whether `stream` is the legacy default stream (NULL or its handle).
+pub fn is_legacy(stream: StreamHandle) -> bool {
+    stream == 0 || stream == LEGACY
+}
+
+/// Whether work on `stream`, not the legacy stream itself, implicitly
+/// waits for the legacy stream's: a blocking stream.
+///
+/// # Safety
+/// `stream` is a stream of this process.
+pub unsafe fn follows_legacy(stream: StreamHandle) -> bool {
     let mut flags: c_uint = 0;
     // SAFETY: per the contract above; out-pointer to a local.
     let r = unsafe { sys::cuStreamGetFlags(stream as sys::CUstream, &mut flags) };
     // 1 = CU_STREAM_NON_BLOCKING; a stream whose flags cannot be read (the
     // per-thread default stream, say) is taken as blocking.
-    if r != sys::CUresult::CUDA_SUCCESS || flags & 1 == 0 {
-        // SAFETY: the legacy stream of the current context.
-        unsafe { synchronize(LEGACY) }?;
-    }
-    Ok(())
+    !is_legacy(stream) && (r != sys::CUresult::CUDA_SUCCESS || flags & 1 == 0)
 }
 
 /// Where `device` sits on the PCI bus (domain, bus, device), the same for
@@ -285,6 +301,153 @@ impl Drop for Stream {
     fn drop(&mut self) {
         // SAFETY: our own stream, destroyed once.
         unsafe { sys::cuStreamDestroy_v2(self.0) };
+    }
+}
+
+/// An event of ours that other processes can wait on (CUDA IPC), and ranks
+/// of this process by its raw handle.
+pub struct SharedEvent(sys::CUevent);
+
+// SAFETY: a CUevent may be used from any thread of the process.
+unsafe impl Send for SharedEvent {}
+
+impl SharedEvent {
+    /// A new event (interprocess, so without timing).
+    pub fn new() -> Result<SharedEvent> {
+        let mut e: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local. 2 = CU_EVENT_DISABLE_TIMING,
+        // 4 = CU_EVENT_INTERPROCESS (which requires the former).
+        check(
+            unsafe { sys::cuEventCreate(&mut e, 2 | 4) },
+            "cuEventCreate",
+        )?;
+        Ok(SharedEvent(e))
+    }
+
+    /// Its raw handle, for ranks of this process.
+    pub fn raw(&self) -> u64 {
+        self.0 as u64
+    }
+
+    /// Its IPC handle, for other processes.
+    pub fn handle(&self) -> Result<[u8; 64]> {
+        let mut h = sys::CUipcEventHandle { reserved: [0; 64] };
+        // SAFETY: our live interprocess event; out-pointer to a local.
+        check(
+            unsafe { sys::cuIpcGetEventHandle(&mut h, self.0) },
+            "cuIpcGetEventHandle",
+        )?;
+        Ok(h.reserved.map(|b| b as u8))
+    }
+
+    /// Records it on `stream`: it fires when the stream gets there.
+    ///
+    /// # Safety
+    /// `stream` is a stream of this process's context (or NULL).
+    pub unsafe fn record(&self, stream: StreamHandle) -> Result<()> {
+        // SAFETY: our live event; the stream per the contract above.
+        check(
+            unsafe { sys::cuEventRecord(self.0, stream as sys::CUstream) },
+            "cuEventRecord",
+        )
+    }
+}
+
+impl Drop for SharedEvent {
+    fn drop(&mut self) {
+        // SAFETY: our event, destroyed once (the driver defers the release
+        // until work waiting on it is done).
+        unsafe { sys::cuEventDestroy_v2(self.0) };
+    }
+}
+
+/// Makes `stream` wait, on the device, for the latest record of `event`
+/// (of this process, or opened from another) at the time of this call.
+///
+/// # Safety
+/// `stream` is a stream of this process's context (or NULL) and `event` a
+/// live event of it (ours, or opened by `PeerEvents`).
+pub unsafe fn wait_event(stream: StreamHandle, event: u64) -> Result<()> {
+    // SAFETY: per the contract above.
+    check(
+        unsafe { sys::cuStreamWaitEvent(stream as sys::CUstream, event as sys::CUevent, 0) },
+        "cuStreamWaitEvent",
+    )
+}
+
+/// Peers' events opened in this process, by IPC handle (a communicator's
+/// peers keep theirs for its life).
+#[derive(Default)]
+pub struct PeerEvents {
+    open: HashMap<[u8; 64], u64>,
+}
+
+impl PeerEvents {
+    /// The event behind a peer's `handle`, opened on first use.
+    pub fn event(&mut self, handle: &[u8; 64]) -> Result<u64> {
+        if let Some(&e) = self.open.get(handle) {
+            return Ok(e);
+        }
+        let h = sys::CUipcEventHandle {
+            reserved: handle.map(|b| b as std::os::raw::c_char),
+        };
+        let mut e: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; the handle came from a peer's
+        // cuIpcGetEventHandle.
+        check(
+            unsafe { sys::cuIpcOpenEventHandle(&mut e, h) },
+            "cuIpcOpenEventHandle",
+        )?;
+        self.open.insert(*handle, e as u64);
+        Ok(e as u64)
+    }
+}
+
+impl Drop for PeerEvents {
+    fn drop(&mut self) {
+        for (_, e) in self.open.drain() {
+            // SAFETY: opened by cuIpcOpenEventHandle, destroyed once.
+            unsafe { sys::cuEventDestroy_v2(e as sys::CUevent) };
+        }
+    }
+}
+
+/// An ordinary event, to order one stream after another's work so far.
+pub struct Event(sys::CUevent);
+
+// SAFETY: a CUevent may be used from any thread of the process.
+unsafe impl Send for Event {}
+
+impl Event {
+    /// A new event without timing.
+    pub fn new() -> Result<Event> {
+        let mut e: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local. 2 = CU_EVENT_DISABLE_TIMING.
+        check(unsafe { sys::cuEventCreate(&mut e, 2) }, "cuEventCreate")?;
+        Ok(Event(e))
+    }
+
+    /// Makes `later` wait for the work queued on `earlier` so far.
+    ///
+    /// # Safety
+    /// Both are streams of this process's context (or NULL / the legacy
+    /// stream's handle).
+    pub unsafe fn order(&self, earlier: StreamHandle, later: StreamHandle) -> Result<()> {
+        // SAFETY: our live event; the streams per the contract above.
+        unsafe {
+            check(
+                sys::cuEventRecord(self.0, earlier as sys::CUstream),
+                "cuEventRecord",
+            )?;
+            wait_event(later, self.0 as u64)
+        }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: our event, destroyed once.
+        unsafe { sys::cuEventDestroy_v2(self.0) };
     }
 }
 
@@ -462,7 +625,9 @@ unsafe impl Send for Mappings {}
 
 impl Mappings {
     /// The address in this process of the buffer `e` names.
-    pub fn address(&mut self, e: &Exported) -> Result<usize> {
+    /// Kernels and copies on `users` may still read an evicted mapping:
+    /// they are waited for before it is closed.
+    pub fn address(&mut self, e: &Exported, users: &Stream) -> Result<usize> {
         self.clock += 1;
         if let Some(m) = self.open.get_mut(&e.handle) {
             m.1 = self.clock;
@@ -476,8 +641,9 @@ impl Mappings {
                 .map(|(h, _)| h)
                 .expect("full");
             if let Some((b, _)) = self.open.remove(&oldest) {
+                users.synchronize()?;
                 // SAFETY: opened by cuIpcOpenMemHandle, closed once; no
-                // kernel uses it (calls complete before they return).
+                // work uses it any more (waited for above).
                 unsafe { sys::cuIpcCloseMemHandle(b) };
             }
         }

@@ -2,14 +2,14 @@
 //! `FERROCOLL_GPU=0` switches them off, and device buffers are then refused
 //! with a message naming the switch.
 //!
-//! A call waits for the work queued before it on the caller's stream, runs,
-//! and completes before it returns, so later work on any stream sees its
-//! result (NCCL returns before the work is done; see README, "GPUs"). An
-//! earlier design returned at once and made the stream wait on a device
-//! word (`cuStreamWaitValue32`) that a proxy thread set after running the
-//! operation on its own stream: on an H200 the proxy's copies and kernels
-//! then never ran, queued behind that wait (CUDA warns that such waits,
-//! invisible to its scheduler, may serialise unrelated streams).
+//! Calls on the IPC path are stream-ordered, as NCCL's, where no GPU serves
+//! ranks of two processes (see `ipc`): events order the streams, and the
+//! call returns once the work is queued. An earlier design made the stream
+//! wait on a device word (`cuStreamWaitValue32`) that a proxy thread set,
+//! and on an H200 the proxy's copies then never ran, queued behind that
+//! wait. Where processes share a GPU, and for staged calls (and sends and
+//! receives), a call waits on the host for the work queued before it,
+//! runs, and completes before it returns.
 //!
 //! Two ways to run: peers on this host with shareable buffers (CUDA IPC) are
 //! reduced device to device by a kernel, each rank one slice written to
@@ -22,7 +22,9 @@ use super::result::{NcclErr, NcclResult};
 use super::types::ncclResult_t;
 use super::work::{self, Job, Kind, Red};
 use crate::coll::{self, Ctx};
-use crate::gpu::driver::{self, copy_async, Dir, Exports, Mappings, Pinned, Stream};
+use crate::gpu::driver::{
+    self, copy_async, Dir, Event, Exports, Mappings, PeerEvents, Pinned, SharedEvent, Stream,
+};
 use crate::gpu::kernel::{self, Args, MAX_RANKS};
 use crate::reduce::Op;
 use std::os::raw::c_int;
@@ -104,12 +106,29 @@ pub struct DeviceState {
     peers: Mappings,
     /// This process's buffers exported for IPC.
     exports: Exports,
+    /// Recorded on the caller's stream where a call stands: its inputs are
+    /// ready when it fires.
+    ready: SharedEvent,
+    /// Recorded on `stream` after a leader's work: its part is written.
+    done: SharedEvent,
+    /// `ready`'s and `done`'s IPC handles (None where the driver cannot
+    /// share events: such calls are staged).
+    handles: Option<([u8; 64], [u8; 64])>,
+    /// Peers' events opened here.
+    peer_events: PeerEvents,
+    /// Orders the caller's stream after the legacy stream's work.
+    legacy: Event,
+    /// How the communicator's ranks share GPUs (learnt by the first call
+    /// on the IPC path).
+    sharing: Option<Sharing>,
     /// Where the calls' time went (logged at `FERROCOLL_DEBUG=info`).
     phases: Phases,
 }
 
 impl Drop for DeviceState {
     fn drop(&mut self) {
+        // Queued work may still use the peers' mappings closed after this.
+        let _ = self.stream.synchronize();
         self.phases.log();
     }
 }
@@ -166,9 +185,20 @@ impl DeviceState {
                 format!("ferrocoll: reductions on device buffers will be staged through host memory: {e}")
             });
         }
+        let (ready, done) = (
+            SharedEvent::new().map_err(cuda)?,
+            SharedEvent::new().map_err(cuda)?,
+        );
+        let handles = ready.handle().and_then(|r| Ok((r, done.handle()?))).ok();
         Ok(DeviceState {
             device,
             gpu: driver::pci_location(device).map_err(cuda)?,
+            ready,
+            done,
+            handles,
+            peer_events: PeerEvents::default(),
+            legacy: Event::new().map_err(cuda)?,
+            sharing: None,
             stream,
             staging,
             kernels: kernels.is_ok(),
@@ -200,12 +230,20 @@ fn ensure_context(device: c_int) -> NcclResult<driver::Entered> {
     driver::Entered::enter(device).map_err(cuda)
 }
 
-/// Runs device `jobs` of one communicator: after the work queued before
-/// them on their streams, to completion.
+/// Runs device `jobs` of one communicator after the work queued before
+/// them on their streams: queued on the streams where the IPC path takes
+/// them, else to completion.
 pub fn submit(sh: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
-    let mut t = Instant::now();
     let _ctx = ensure_context(sh.device)?;
     let state = sh.device_state(|| DeviceState::new(sh))?;
+    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+    st.phases.calls += 1;
+    sh.with_core(|core| run(&jobs, core, &mut st))
+}
+
+/// Waits on the host for the work queued on `jobs`' streams.
+fn wait_for_streams(jobs: &[Job], st: &mut DeviceState) -> NcclResult<()> {
+    let mut t = Instant::now();
     let mut streams: Vec<usize> = jobs.iter().map(|j| j.stream).collect();
     streams.sort_unstable();
     streams.dedup();
@@ -213,10 +251,8 @@ pub fn submit(sh: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
         // SAFETY: the caller's stream (NCCL's contract).
         unsafe { driver::wait_for_stream(s) }.map_err(cuda)?;
     }
-    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-    st.phases.calls += 1;
     st.phases.add("stream", &mut t);
-    sh.with_core(|core| run(&jobs, core, &mut st))
+    Ok(())
 }
 
 /// Runs one batch on the core: as the host path does, its sends and
@@ -225,6 +261,16 @@ pub fn submit(sh: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
 /// staging as every rank decides alike in that collective's own exchange
 /// (ranks' batches may differ in their point-to-point parts).
 fn run(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> NcclResult<()> {
+    // Staging, and a scalar in device memory, need the streams' work done
+    // first; so does a staged call after one queued on the IPC path.
+    let mut waited = false;
+    let host_first = jobs
+        .iter()
+        .any(|j| j.is_p2p() || matches!(j.red, Some(Red::PreMulAt(_))));
+    if host_first {
+        wait_for_streams(jobs, st)?;
+        waited = true;
+    }
     let mut jobs = jobs.to_vec();
     for j in &mut jobs {
         resolve_scalar(j, st)?;
@@ -241,9 +287,15 @@ fn run(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> Nccl
     let posted = work::post_p2p(&host_p2p, core)?;
     let forced = crate::param::params().algo_for("gpu");
     for j in jobs.iter().filter(|j| !j.is_p2p()) {
-        let done = forced != Some("staged") && peer_kind(j.kind) && ipc(j, core, st)?;
-        if done {
-        } else if piecewise(j.kind) && j.count * j.ty.extent() > PIECE {
+        let queued = forced != Some("staged") && peer_kind(j.kind) && ipc(j, core, st, waited)?;
+        if queued {
+            waited = false;
+            continue;
+        }
+        if !waited {
+            wait_for_streams(std::slice::from_ref(j), st)?;
+        }
+        if piecewise(j.kind) && j.count * j.ty.extent() > PIECE {
             staged_pieces(j, core, st)?;
         } else {
             staged(std::slice::from_ref(j), core, st)?;
@@ -304,9 +356,15 @@ struct Record {
     send: driver::Exported,
     recv: driver::Exported,
     scalar: [u8; 8],
+    /// Its `ready` and `done` events: raw (for ranks of its process) and
+    /// IPC handles.
+    ready_raw: u64,
+    done_raw: u64,
+    ready: [u8; 64],
+    done: [u8; 64],
 }
 
-const RECORD: usize = 1 + 4 + 4 + 8 + 8 + 8 + (64 + 8) * 2 + 8;
+const RECORD: usize = 1 + 4 + 4 + 8 + 8 + 8 + (64 + 8) * 2 + 8 + 8 + 8 + 64 + 64;
 
 impl Record {
     fn encode(&self) -> Vec<u8> {
@@ -322,6 +380,10 @@ impl Record {
             v.extend(e.offset.to_le_bytes());
         }
         v.extend(self.scalar);
+        v.extend(self.ready_raw.to_le_bytes());
+        v.extend(self.done_raw.to_le_bytes());
+        v.extend(self.ready);
+        v.extend(self.done);
         v
     }
 
@@ -340,7 +402,11 @@ impl Record {
             recv_raw: u64_at(25),
             send: exported(33),
             recv: exported(33 + 72),
-            scalar: b[33 + 144..33 + 152].try_into().expect("8 bytes"),
+            scalar: b[177..185].try_into().expect("8 bytes"),
+            ready_raw: u64_at(185),
+            done_raw: u64_at(193),
+            ready: b[201..265].try_into().expect("64 bytes"),
+            done: b[265..329].try_into().expect("64 bytes"),
         }
     }
 }
@@ -356,19 +422,104 @@ fn exchange(core: &mut super::comm::Core, name: &'static str, mine: &[u8]) -> Nc
     Ok(all)
 }
 
-/// The IPC path: returns false (having done nothing) when some rank cannot
-/// take part, which every rank learns from the same exchange.
-fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclResult<bool> {
+/// How the ranks of a communicator share their GPUs, for the IPC path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Sharing {
+    /// No GPU serves ranks of two processes: calls are stream-ordered.
+    Apart,
+    /// Some GPU serves ranks of several processes: calls complete on the
+    /// host. Their kernels take turns on the GPU, and any work of theirs
+    /// in a call (even an event) costs a switch of contexts: on an H100,
+    /// stream-ordered calls took 300 us where these take 30.
+    Shared,
+}
+
+/// `Sharing` from every rank's (process, GPU).
+fn sharing(ranks: &[(u32, u64)]) -> Sharing {
+    let shared = ranks
+        .iter()
+        .any(|a| ranks.iter().any(|b| a.1 == b.1 && a.0 != b.0));
+    if shared {
+        Sharing::Shared
+    } else {
+        Sharing::Apart
+    }
+}
+
+/// The IPC path: returns false (having done nothing the caller sees) when
+/// some rank cannot take part, which every rank learns from the same
+/// exchange. `waited`: the host has waited for the stream's work already.
+///
+/// Where no GPU is shared by processes, the call is stream-ordered, as
+/// NCCL's: each rank records `ready` on its stream where the call stands,
+/// the ranks meet on the host (never waiting for the GPU), each GPU's
+/// leader queues the work on its own stream behind every rank's `ready`
+/// and records `done`, and every rank's stream waits for the leaders'
+/// `done`; the call returns as soon as that is queued. Where a GPU is
+/// shared by processes, every rank waits for its stream on the host first,
+/// the leaders run the work to completion, and only they use the GPU.
+fn ipc(
+    job: &Job,
+    core: &mut super::comm::Core,
+    st: &mut DeviceState,
+    waited: bool,
+) -> NcclResult<bool> {
     let (n, me) = (core.comm.size(), core.comm.rank());
     if n > MAX_RANKS || core.eng.multi_host() {
         return Ok(false);
     }
+    let mut t = Instant::now();
+    let sharing = match st.sharing {
+        Some(s) => s,
+        None => {
+            // Once per communicator: every rank's process and GPU.
+            let mut mine = std::process::id().to_le_bytes().to_vec();
+            mine.extend(st.gpu.to_le_bytes());
+            let all = exchange(core, job.name, &mine)?;
+            let ranks: Vec<(u32, u64)> = all
+                .chunks_exact(12)
+                .map(|c| {
+                    (
+                        u32::from_le_bytes(c[..4].try_into().expect("4 bytes")),
+                        u64::from_le_bytes(c[4..].try_into().expect("8 bytes")),
+                    )
+                })
+                .collect();
+            *st.sharing.insert(sharing(&ranks))
+        }
+    };
+    let stream = job.stream;
+    let ordered = if sharing == Sharing::Shared {
+        if waited {
+            Ok(())
+        } else {
+            // SAFETY: the caller's stream (NCCL's contract).
+            unsafe { driver::wait_for_stream(stream) }
+        }
+    } else {
+        // Where the call stands on its stream: this rank's inputs are
+        // ready once `ready` fires.
+        (|| -> driver::Result<()> {
+            // SAFETY (all three): the caller's stream (NCCL's contract).
+            if driver::is_legacy(stream) {
+                // The legacy stream follows every blocking stream, which no
+                // event can say: waited for on the host.
+                if !waited {
+                    unsafe { driver::wait_for_stream(stream) }?;
+                }
+            } else if unsafe { driver::follows_legacy(stream) } {
+                // As a kernel queued on a blocking stream would.
+                unsafe { st.legacy.order(driver::LEGACY, stream) }?;
+            }
+            unsafe { st.ready.record(stream) }
+        })()
+    };
+    st.phases.add("stream", &mut t);
     let (sl, rl) = spans(job, n, me);
     let none = driver::Exported {
         handle: [0; 64],
         offset: 0,
     };
-    let mut t = Instant::now();
     let send = if sl > 0 {
         st.exports.export(job.send)
     } else {
@@ -386,11 +537,14 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
     }
     // An AlltoAll in place would overwrite blocks other ranks still read.
     let in_place_alltoall = matches!(job.kind, Kind::AlltoAll) && job.send == job.recv;
+    let (ready, done) = st.handles.unwrap_or(([0; 64], [0; 64]));
     let mine = Record {
         ok: send.is_some()
             && recv.is_some()
             && (st.kernels || copy_kind(job.kind))
-            && !in_place_alltoall,
+            && !in_place_alltoall
+            && ordered.is_ok()
+            && (sharing == Sharing::Shared || st.handles.is_some()),
         pid: std::process::id(),
         dev: st.device,
         gpu: st.gpu,
@@ -399,6 +553,10 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
         send: send.unwrap_or(none),
         recv: recv.unwrap_or(none),
         scalar,
+        ready_raw: st.ready.raw(),
+        done_raw: st.done.raw(),
+        ready,
+        done,
     };
     let all = exchange(core, job.name, &mine.encode())?;
     st.phases.add("exchange", &mut t);
@@ -406,10 +564,13 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
     if !recs.iter().all(|r| r.ok) {
         return Ok(false);
     }
-    // Peers' buffers in this process: ranks of this process use theirs as is.
+    // Peers' buffers and events in this process: ranks of this process use
+    // theirs as is.
     let mut opened = Ok(());
     let mut sends = vec![0usize; n];
     let mut recvs = vec![0usize; n];
+    let mut readies = vec![0u64; n];
+    let mut dones = vec![0u64; n];
     for (k, r) in recs.iter().enumerate() {
         let local = r.pid == mine.pid;
         // A rank of this process on another device would need peer access
@@ -425,7 +586,14 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
             if local || raw == 0 {
                 Ok(raw as usize)
             } else {
-                st.peers.address(e)
+                st.peers.address(e, &st.stream)
+            }
+        };
+        let mut event = |raw: u64, h: &[u8; 64]| -> driver::Result<u64> {
+            if local || sharing == Sharing::Shared {
+                Ok(raw)
+            } else {
+                st.peer_events.event(h)
             }
         };
         let s = spans(job, n, k);
@@ -440,6 +608,8 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
             } else {
                 0
             };
+            readies[k] = event(r.ready_raw, &r.ready)?;
+            dones[k] = event(r.done_raw, &r.done)?;
             Ok::<(), driver::GpuError>(())
         })();
         if let Err(e) = got {
@@ -461,18 +631,39 @@ fn ipc(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) -> NcclRes
         });
         return Ok(false);
     }
+    let leaders = leaders(&recs);
     let actions = plan(job, n, me, &sends, &recvs, &recs);
     if !actions.is_empty() {
+        let ours = st.stream.handle();
+        if sharing == Sharing::Apart {
+            // A leader's work starts once every rank's inputs are ready.
+            for &e in &readies {
+                // SAFETY: our stream; an event of this process or opened here.
+                unsafe { driver::wait_event(ours, e) }.map_err(cuda)?;
+            }
+        }
         launch(job, &actions, st).map_err(cuda)?;
-        st.phases.add("launch", &mut t);
-        st.stream.synchronize().map_err(cuda)?;
+        if sharing == Sharing::Apart {
+            // SAFETY: our own stream.
+            unsafe { st.done.record(ours) }.map_err(cuda)?;
+        } else {
+            st.stream.synchronize().map_err(cuda)?;
+        }
         st.phases.add("device", &mut t);
     }
-    // Nobody's stream goes on (reading its result, reusing its input)
-    // until every rank's part is written.
+    // Every leader's part is queued (Apart) or written (Shared) ...
     let c = &mut Ctx::new(&mut core.eng, &mut core.comm).named(job.name);
     coll::barrier::barrier(c)?;
     st.phases.add("barrier", &mut t);
+    // ... and nothing later on this rank's stream (reading its result,
+    // reusing its input) runs before it is written.
+    if sharing == Sharing::Apart {
+        for &k in &leaders {
+            // SAFETY: the caller's stream; an event of this process or
+            // opened here.
+            unsafe { driver::wait_event(stream, dones[k]) }.map_err(cuda)?;
+        }
+    }
     Ok(true)
 }
 
@@ -518,9 +709,7 @@ fn plan(
     recs: &[Record],
 ) -> Vec<Action> {
     let gpu = |k: usize| recs[k].gpu;
-    let leaders: Vec<usize> = (0..n)
-        .filter(|&k| (0..k).all(|i| gpu(i) != gpu(k)))
-        .collect();
+    let leaders = leaders(recs);
     let Some(j) = leaders.iter().position(|&k| k == me) else {
         return Vec::new();
     };
@@ -536,6 +725,13 @@ fn plan(
             .collect(),
         _ => part(job, n, me, (j, leaders.len()), sends, recvs, recs),
     }
+}
+
+/// The lowest rank on each GPU, in rank order.
+fn leaders(recs: &[Record]) -> Vec<usize> {
+    (0..recs.len())
+        .filter(|&k| (0..k).all(|i| recs[i].gpu != recs[k].gpu))
+        .collect()
 }
 
 /// One part of an IPC collective: slice `j` of `m` of the buffer
@@ -1074,6 +1270,10 @@ mod tests {
                         offset: 0,
                     },
                     scalar,
+                    ready_raw: 0,
+                    done_raw: 0,
+                    ready: [0; 64],
+                    done: [0; 64],
                 }
             })
             .collect();
@@ -1263,6 +1463,14 @@ mod tests {
         }
     }
 
+    #[test]
+    fn processes_sharing_a_gpu_are_told() {
+        assert_eq!(sharing(&[(1, 7)]), Sharing::Apart);
+        assert_eq!(sharing(&[(1, 7), (2, 8)]), Sharing::Apart, "a GPU each");
+        assert_eq!(sharing(&[(1, 7), (1, 7)]), Sharing::Apart, "one process");
+        assert_eq!(sharing(&[(1, 7), (1, 8), (2, 8)]), Sharing::Shared);
+    }
+
     /// A staged call in pieces covers every element once, alternates two
     /// slots, keeps in-place calls in place, and leaves insignificant
     /// buffers out.
@@ -1322,6 +1530,10 @@ mod tests {
                 offset: 128,
             },
             scalar: 0.5f64.to_le_bytes(),
+            ready_raw: 0x5555_0000,
+            done_raw: 0x6666_0000,
+            ready: [3; 64],
+            done: [4; 64],
         };
         let bytes = r.encode();
         assert_eq!(bytes.len(), RECORD);
@@ -1332,5 +1544,9 @@ mod tests {
             (r.pid, r.dev, r.gpu, r.send_raw, r.recv_raw)
         );
         assert_eq!((d.send, d.recv, d.scalar), (r.send, r.recv, r.scalar));
+        assert_eq!(
+            (d.ready_raw, d.done_raw, d.ready, d.done),
+            (r.ready_raw, r.done_raw, r.ready, r.done)
+        );
     }
 }
