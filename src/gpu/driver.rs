@@ -312,15 +312,17 @@ pub struct SharedEvent(sys::CUevent);
 unsafe impl Send for SharedEvent {}
 
 impl SharedEvent {
-    /// A new event (interprocess, so without timing).
+    /// A new event (interprocess, so without timing). Where the driver
+    /// cannot make interprocess events, a plain one: its `handle` then
+    /// fails, and only ranks of this process can wait on it.
     pub fn new() -> Result<SharedEvent> {
         let mut e: sys::CUevent = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local. 2 = CU_EVENT_DISABLE_TIMING,
+        // SAFETY (both): out-pointer to a local. 2 = CU_EVENT_DISABLE_TIMING,
         // 4 = CU_EVENT_INTERPROCESS (which requires the former).
-        check(
-            unsafe { sys::cuEventCreate(&mut e, 2 | 4) },
-            "cuEventCreate",
-        )?;
+        let r = unsafe { sys::cuEventCreate(&mut e, 2 | 4) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            check(unsafe { sys::cuEventCreate(&mut e, 2) }, "cuEventCreate")?;
+        }
         Ok(SharedEvent(e))
     }
 

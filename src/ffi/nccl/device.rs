@@ -112,7 +112,7 @@ pub struct DeviceState {
     /// Recorded on `stream` after a leader's work: its part is written.
     done: SharedEvent,
     /// `ready`'s and `done`'s IPC handles (None where the driver cannot
-    /// share events: such calls are staged).
+    /// share events: where calls would be stream-ordered, they are staged).
     handles: Option<([u8; 64], [u8; 64])>,
     /// Peers' events opened here.
     peer_events: PeerEvents,
