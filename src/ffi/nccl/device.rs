@@ -346,7 +346,8 @@ fn copy_kind(k: Kind) -> bool {
 #[derive(Clone, Copy)]
 struct Record {
     ok: bool,
-    pid: u32,
+    /// Its process (`process_id`).
+    process: u64,
     /// Its CUDA device.
     dev: i32,
     /// Its GPU's PCI location.
@@ -364,17 +365,30 @@ struct Record {
     done: [u8; 64],
 }
 
-const RECORD: usize = 1 + 4 + 4 + 8 + 8 + 8 + (64 + 8) * 2 + 8 + 8 + 8 + 64 + 64;
+const RECORD: usize = 1 + 8 + 4 + 8 + 8 + 8 + (64 + 8) * 2 + 8 + 8 + 8 + 64 + 64;
+
+/// This process, told apart from every other on the host: its pid, and
+/// when it first asked. Ranks compare it to use each other's raw pointers,
+/// and processes in different pid namespaces may share a pid.
+fn process_id() -> u64 {
+    static ID: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *ID.get_or_init(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        u64::from(std::process::id()) << 40 ^ t
+    })
+}
 
 impl Record {
     fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(RECORD);
         v.push(self.ok as u8);
-        v.extend(self.pid.to_le_bytes());
+        v.extend(self.process.to_le_bytes());
         v.extend(self.dev.to_le_bytes());
-        v.extend(self.gpu.to_le_bytes());
-        v.extend(self.send_raw.to_le_bytes());
-        v.extend(self.recv_raw.to_le_bytes());
+        for x in [self.gpu, self.send_raw, self.recv_raw] {
+            v.extend(x.to_le_bytes());
+        }
         for e in [&self.send, &self.recv] {
             v.extend(e.handle);
             v.extend(e.offset.to_le_bytes());
@@ -388,25 +402,46 @@ impl Record {
     }
 
     fn decode(b: &[u8]) -> Record {
-        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-        let exported = |i: usize| driver::Exported {
-            handle: b[i..i + 64].try_into().expect("64 bytes"),
-            offset: u64_at(i + 64),
-        };
+        // Fields in `encode`'s order.
+        let mut r = Reader { b, at: 0 };
         Record {
-            ok: b[0] != 0,
-            pid: u32::from_le_bytes(b[1..5].try_into().expect("4 bytes")),
-            dev: i32::from_le_bytes(b[5..9].try_into().expect("4 bytes")),
-            gpu: u64_at(9),
-            send_raw: u64_at(17),
-            recv_raw: u64_at(25),
-            send: exported(33),
-            recv: exported(33 + 72),
-            scalar: b[177..185].try_into().expect("8 bytes"),
-            ready_raw: u64_at(185),
-            done_raw: u64_at(193),
-            ready: b[201..265].try_into().expect("64 bytes"),
-            done: b[265..329].try_into().expect("64 bytes"),
+            ok: r.array::<1>()[0] != 0,
+            process: r.u64(),
+            dev: i32::from_le_bytes(r.array()),
+            gpu: r.u64(),
+            send_raw: r.u64(),
+            recv_raw: r.u64(),
+            send: r.exported(),
+            recv: r.exported(),
+            scalar: r.array(),
+            ready_raw: r.u64(),
+            done_raw: r.u64(),
+            ready: r.array(),
+            done: r.array(),
+        }
+    }
+}
+
+/// Reads an encoded record's fields in turn.
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn array<const N: usize>(&mut self) -> [u8; N] {
+        self.at += N;
+        self.b[self.at - N..self.at].try_into().expect("N bytes")
+    }
+
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.array())
+    }
+
+    fn exported(&mut self) -> driver::Exported {
+        driver::Exported {
+            handle: self.array(),
+            offset: self.u64(),
         }
     }
 }
@@ -435,7 +470,7 @@ enum Sharing {
 }
 
 /// `Sharing` from every rank's (process, GPU).
-fn sharing(ranks: &[(u32, u64)]) -> Sharing {
+fn sharing(ranks: &[(u64, u64)]) -> Sharing {
     let shared = ranks
         .iter()
         .any(|a| ranks.iter().any(|b| a.1 == b.1 && a.0 != b.0));
@@ -473,16 +508,14 @@ fn ipc(
         Some(s) => s,
         None => {
             // Once per communicator: every rank's process and GPU.
-            let mut mine = std::process::id().to_le_bytes().to_vec();
+            let mut mine = process_id().to_le_bytes().to_vec();
             mine.extend(st.gpu.to_le_bytes());
             let all = exchange(core, job.name, &mine)?;
-            let ranks: Vec<(u32, u64)> = all
-                .chunks_exact(12)
+            let ranks: Vec<(u64, u64)> = all
+                .chunks_exact(16)
                 .map(|c| {
-                    (
-                        u32::from_le_bytes(c[..4].try_into().expect("4 bytes")),
-                        u64::from_le_bytes(c[4..].try_into().expect("8 bytes")),
-                    )
+                    let mut r = Reader { b: c, at: 0 };
+                    (r.u64(), r.u64())
                 })
                 .collect();
             *st.sharing.insert(sharing(&ranks))
@@ -545,7 +578,7 @@ fn ipc(
             && !in_place_alltoall
             && ordered.is_ok()
             && (sharing == Sharing::Shared || st.handles.is_some()),
-        pid: std::process::id(),
+        process: process_id(),
         dev: st.device,
         gpu: st.gpu,
         send_raw: job.send as u64,
@@ -572,7 +605,7 @@ fn ipc(
     let mut readies = vec![0u64; n];
     let mut dones = vec![0u64; n];
     for (k, r) in recs.iter().enumerate() {
-        let local = r.pid == mine.pid;
+        let local = r.process == mine.process;
         // A rank of this process on another device would need peer access
         // enabled between the two contexts: staged instead.
         if local && r.dev != st.device {
@@ -1256,7 +1289,7 @@ mod tests {
                 scalar[..4].copy_from_slice(&scalars.get(k).copied().unwrap_or(1).to_ne_bytes());
                 Record {
                     ok: true,
-                    pid: 1,
+                    process: 1,
                     dev: 0,
                     gpu: gpu(k),
                     send_raw: 0,
@@ -1516,7 +1549,7 @@ mod tests {
     fn records_survive_the_exchange() {
         let r = Record {
             ok: true,
-            pid: 4242,
+            process: 4242 << 40 | 77,
             dev: 3,
             gpu: 0x1_0042_0000,
             send_raw: 0x7f00_0000_1000,
@@ -1540,8 +1573,8 @@ mod tests {
         let d = Record::decode(&bytes);
         assert!(d.ok);
         assert_eq!(
-            (d.pid, d.dev, d.gpu, d.send_raw, d.recv_raw),
-            (r.pid, r.dev, r.gpu, r.send_raw, r.recv_raw)
+            (d.process, d.dev, d.gpu, d.send_raw, d.recv_raw),
+            (r.process, r.dev, r.gpu, r.send_raw, r.recv_raw)
         );
         assert_eq!((d.send, d.recv, d.scalar), (r.send, r.recv, r.scalar));
         assert_eq!(
