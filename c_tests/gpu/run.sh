@@ -6,6 +6,9 @@
 # Skips, saying why, where there is no nvcc or no GPU (CI).
 # Usage: c_tests/gpu/run.sh [tests|bench|all]   (LIBDIR: default target/release;
 #   RUNS, e.g. "test:2:auto bench:2:staged", picks runs; STEP_TIMEOUT, seconds)
+# Paths: auto (the default choice), staged (FERROCOLL_ALGO=gpu=staged), ordered
+# (FERROCOLL_ALGO=gpu=ordered: stream-ordered even where processes share the
+# GPU, which tests the events between processes on a machine with one GPU).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIBDIR=${LIBDIR:-$ROOT/target/release}
@@ -36,6 +39,7 @@ flags=(-O2 -std=c++17 -I"$ROOT/include" -I"$ROOT/c_tests" -I"$ROOT/c_tests/nccl"
 # What to run: "kind:ranks:path" items (kind test or bench, path auto or
 # staged), in order; each run is stopped after STEP_TIMEOUT seconds.
 default="test:1:auto test:2:auto test:4:auto test:1:staged test:2:staged test:4:staged"
+default="$default test:2:ordered test:4:ordered"
 default="$default bench:2:auto bench:2:staged"
 case $what in
   tests) RUNS=${RUNS:-$(echo $default | tr ' ' '\n' | grep '^test' | tr '\n' ' ')} ;;
@@ -46,7 +50,7 @@ fail=0
 for item in $RUNS; do
   IFS=: read -r kind n path <<<"$item"
   env=()
-  [ "$path" = staged ] && env=(FERROCOLL_ALGO=gpu=staged)
+  [ "$path" = staged ] || [ "$path" = ordered ] && env=(FERROCOLL_ALGO=gpu=$path)
   echo "== $kind, $n ranks, path $path"
   if [ "$kind" = test ]; then
     cmd=("$B/t_nccl_gpu")

@@ -220,16 +220,17 @@ static void test_stream_order(ncclComm_t comm, cudaStream_t s) {
   CHECK_CUDA(cudaGetDeviceCount(&ndev));
   const char *algo = getenv("FERROCOLL_ALGO");
   const bool staged = algo && strstr(algo, "gpu=staged");
+  const bool ordered = algo && strstr(algo, "gpu=ordered");
   for (int round = 0; round < 3; round++) {
     /* about 100 ms of work before the call fills its input */
     slow_fill<<<64, 256, 0, s>>>(in, n, (float)(g_rank + 1 + round), 100000000ull);
     CHECK_CUDA(cudaEventRecord(before, s));
     CHECK_NCCL(ncclAllReduce(in, out, n, ncclFloat, ncclSum, comm, s));
     /* Stream-ordered, as NCCL: the call returned with the work before it
-     * still running, where every rank has a GPU of its own (processes
-     * sharing a GPU, and the staged path, wait on the host). Round 0 may
-     * open mappings and load kernels. */
-    if (round > 0 && !staged && g_size <= ndev)
+     * still running, where every rank has a GPU of its own or order is
+     * forced (processes sharing a GPU, and the staged path, wait on the
+     * host). Round 0 may open mappings and load kernels. */
+    if (round > 0 && !staged && (g_size <= ndev || ordered))
       CHECK(cudaEventQuery(before) == cudaErrorNotReady,
             "round %d: the call waited for the work queued before it", round);
     /* later work on the same stream, and on an unrelated stream ordered

@@ -506,6 +506,11 @@ fn ipc(
     let mut t = Instant::now();
     let sharing = match st.sharing {
         Some(s) => s,
+        // Stream order where processes share a GPU too: slow, but it tests
+        // the events between processes on a machine with one GPU.
+        None if crate::param::params().algo_for("gpu") == Some("ordered") => {
+            *st.sharing.insert(Sharing::Apart)
+        }
         None => {
             // Once per communicator: every rank's process and GPU.
             let mut mine = process_id().to_le_bytes().to_vec();
