@@ -304,71 +304,12 @@ impl Drop for Stream {
     }
 }
 
-/// An event of ours that other processes can wait on (CUDA IPC), and ranks
-/// of this process by its raw handle.
-pub struct SharedEvent(sys::CUevent);
-
-// SAFETY: a CUevent may be used from any thread of the process.
-unsafe impl Send for SharedEvent {}
-
-impl SharedEvent {
-    /// A new event (interprocess, so without timing). Where the driver
-    /// cannot make interprocess events, a plain one: its `handle` then
-    /// fails, and only ranks of this process can wait on it.
-    pub fn new() -> Result<SharedEvent> {
-        let mut e: sys::CUevent = std::ptr::null_mut();
-        // SAFETY (both): out-pointer to a local. 2 = CU_EVENT_DISABLE_TIMING,
-        // 4 = CU_EVENT_INTERPROCESS (which requires the former).
-        let r = unsafe { sys::cuEventCreate(&mut e, 2 | 4) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            check(unsafe { sys::cuEventCreate(&mut e, 2) }, "cuEventCreate")?;
-        }
-        Ok(SharedEvent(e))
-    }
-
-    /// Its raw handle, for ranks of this process.
-    pub fn raw(&self) -> u64 {
-        self.0 as u64
-    }
-
-    /// Its IPC handle, for other processes.
-    pub fn handle(&self) -> Result<[u8; 64]> {
-        let mut h = sys::CUipcEventHandle { reserved: [0; 64] };
-        // SAFETY: our live interprocess event; out-pointer to a local.
-        check(
-            unsafe { sys::cuIpcGetEventHandle(&mut h, self.0) },
-            "cuIpcGetEventHandle",
-        )?;
-        Ok(h.reserved.map(|b| b as u8))
-    }
-
-    /// Records it on `stream`: it fires when the stream gets there.
-    ///
-    /// # Safety
-    /// `stream` is a stream of this process's context (or NULL).
-    pub unsafe fn record(&self, stream: StreamHandle) -> Result<()> {
-        // SAFETY: our live event; the stream per the contract above.
-        check(
-            unsafe { sys::cuEventRecord(self.0, stream as sys::CUstream) },
-            "cuEventRecord",
-        )
-    }
-}
-
-impl Drop for SharedEvent {
-    fn drop(&mut self) {
-        // SAFETY: our event, destroyed once (the driver defers the release
-        // until work waiting on it is done).
-        unsafe { sys::cuEventDestroy_v2(self.0) };
-    }
-}
-
 /// Makes `stream` wait, on the device, for the latest record of `event`
 /// (of this process, or opened from another) at the time of this call.
 ///
 /// # Safety
 /// `stream` is a stream of this process's context (or NULL) and `event` a
-/// live event of it (ours, or opened by `PeerEvents`).
+/// live event of it (an `Event`, or opened by `PeerEvents`).
 pub unsafe fn wait_event(stream: StreamHandle, event: u64) -> Result<()> {
     // SAFETY: per the contract above.
     check(
@@ -414,19 +355,66 @@ impl Drop for PeerEvents {
     }
 }
 
-/// An ordinary event, to order one stream after another's work so far.
+/// An event of ours: ordinary (to order one stream after another's work
+/// so far), or interprocess (other processes can wait on it through CUDA
+/// IPC, ranks of this process by its raw handle).
 pub struct Event(sys::CUevent);
 
 // SAFETY: a CUevent may be used from any thread of the process.
 unsafe impl Send for Event {}
 
 impl Event {
-    /// A new event without timing.
+    /// A new ordinary event, without timing.
     pub fn new() -> Result<Event> {
+        Event::with_flags(2)
+    }
+
+    /// A new interprocess event (so without timing). Where the driver
+    /// cannot make one, an ordinary one: its `handle` then fails, and only
+    /// ranks of this process can wait on it.
+    pub fn interprocess() -> Result<Event> {
+        // 4 = CU_EVENT_INTERPROCESS, which requires timing off.
+        Event::with_flags(2 | 4).or_else(|_| Event::new())
+    }
+
+    /// 2 = CU_EVENT_DISABLE_TIMING.
+    fn with_flags(flags: c_uint) -> Result<Event> {
         let mut e: sys::CUevent = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local. 2 = CU_EVENT_DISABLE_TIMING.
-        check(unsafe { sys::cuEventCreate(&mut e, 2) }, "cuEventCreate")?;
+        // SAFETY: out-pointer to a local.
+        check(
+            unsafe { sys::cuEventCreate(&mut e, flags) },
+            "cuEventCreate",
+        )?;
         Ok(Event(e))
+    }
+
+    /// Its raw handle, for ranks of this process.
+    pub fn raw(&self) -> u64 {
+        self.0 as u64
+    }
+
+    /// Its IPC handle, for other processes.
+    pub fn handle(&self) -> Result<[u8; 64]> {
+        let mut h = sys::CUipcEventHandle { reserved: [0; 64] };
+        // SAFETY: our live event; out-pointer to a local.
+        check(
+            unsafe { sys::cuIpcGetEventHandle(&mut h, self.0) },
+            "cuIpcGetEventHandle",
+        )?;
+        Ok(h.reserved.map(|b| b as u8))
+    }
+
+    /// Records it on `stream`: it fires when the stream gets there.
+    ///
+    /// # Safety
+    /// `stream` is a stream of this process's context (or NULL / the legacy
+    /// stream's handle).
+    pub unsafe fn record(&self, stream: StreamHandle) -> Result<()> {
+        // SAFETY: our live event; the stream per the contract above.
+        check(
+            unsafe { sys::cuEventRecord(self.0, stream as sys::CUstream) },
+            "cuEventRecord",
+        )
     }
 
     /// Makes `later` wait for the work queued on `earlier` so far.
@@ -435,20 +423,18 @@ impl Event {
     /// Both are streams of this process's context (or NULL / the legacy
     /// stream's handle).
     pub unsafe fn order(&self, earlier: StreamHandle, later: StreamHandle) -> Result<()> {
-        // SAFETY: our live event; the streams per the contract above.
+        // SAFETY: per the contract above; our live event.
         unsafe {
-            check(
-                sys::cuEventRecord(self.0, earlier as sys::CUstream),
-                "cuEventRecord",
-            )?;
-            wait_event(later, self.0 as u64)
+            self.record(earlier)?;
+            wait_event(later, self.raw())
         }
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        // SAFETY: our event, destroyed once.
+        // SAFETY: our event, destroyed once (the driver defers the release
+        // until work waiting on it is done).
         unsafe { sys::cuEventDestroy_v2(self.0) };
     }
 }
@@ -627,6 +613,7 @@ unsafe impl Send for Mappings {}
 
 impl Mappings {
     /// The address in this process of the buffer `e` names.
+    ///
     /// Kernels and copies on `users` may still read an evicted mapping:
     /// they are waited for before it is closed.
     pub fn address(&mut self, e: &Exported, users: &Stream) -> Result<usize> {

@@ -23,7 +23,7 @@ use super::types::ncclResult_t;
 use super::work::{self, Job, Kind, Red};
 use crate::coll::{self, Ctx};
 use crate::gpu::driver::{
-    self, copy_async, Dir, Event, Exports, Mappings, PeerEvents, Pinned, SharedEvent, Stream,
+    self, copy_async, Dir, Event, Exports, Mappings, PeerEvents, Pinned, Stream,
 };
 use crate::gpu::kernel::{self, Args, MAX_RANKS};
 use crate::reduce::Op;
@@ -108,9 +108,9 @@ pub struct DeviceState {
     exports: Exports,
     /// Recorded on the caller's stream where a call stands: its inputs are
     /// ready when it fires.
-    ready: SharedEvent,
+    ready: Event,
     /// Recorded on `stream` after a leader's work: its part is written.
-    done: SharedEvent,
+    done: Event,
     /// `ready`'s and `done`'s IPC handles (None where the driver cannot
     /// share events: where calls would be stream-ordered, they are staged).
     handles: Option<([u8; 64], [u8; 64])>,
@@ -186,8 +186,8 @@ impl DeviceState {
             });
         }
         let (ready, done) = (
-            SharedEvent::new().map_err(cuda)?,
-            SharedEvent::new().map_err(cuda)?,
+            Event::interprocess().map_err(cuda)?,
+            Event::interprocess().map_err(cuda)?,
         );
         let handles = ready.handle().and_then(|r| Ok((r, done.handle()?))).ok();
         Ok(DeviceState {
