@@ -7,8 +7,10 @@
 //! intrinsics: float and 64-bit integer max/min (`lanes`; the generic loop
 //! compiled badly for them: f32 max 25 -> 4.5 GiB/s, so they had stayed on
 //! the baseline at 33-40 and 11-15 GiB/s, now 43-50 against memcpy's 49),
-//! f16 through the F16C converters (0.9 -> 19-23 GiB/s, bound by the
-//! converters: two steps per loop gained nothing), bf16 SUM and PROD with
+//! f16 SUM and PROD through the F16C converters (0.9 -> 19-23 GiB/s, bound
+//! by the converters: two steps per loop gained nothing), f16 MAX and MIN
+//! on the bits as integers, with no converter (`lanes::f16_pick`: 27 ->
+//! 39-40 GiB/s against memcpy's 49), bf16 SUM and PROD with
 //! integer shifts (3-4 -> 7-9 GiB/s eight per step, 12-13 sixteen per step;
 //! about 30 instructions per 32 bytes, most of them the rounding; `avx512`
 //! does them faster where the CPU has AVX-512 BF16) and bf16 MAX and MIN
@@ -137,8 +139,36 @@ mod lanes {
         i64_min = int::min::<i64>, 8, |s, d| pick64(_mm256_cmpgt_epi64(s, d), s, d);
         u64_max = int::max::<u64>, 8, |s, d| pick64(_mm256_cmpgt_epi64(flip(d), flip(s)), s, d);
         u64_min = int::min::<u64>, 8, |s, d| pick64(_mm256_cmpgt_epi64(flip(s), flip(d)), s, d);
+        f16_max = half::f16k::max, 2, |s, d| f16_pick(s, d, |ks, kd| _mm256_cmpgt_epi16(kd, ks));
+        f16_min = half::f16k::min, 2, |s, d| f16_pick(s, d, |ks, kd| _mm256_cmpgt_epi16(ks, kd));
         bf16_max = half::bf16k::max, 2, |s, d| bf16_pick(s, d, |d, s| _mm256_max_ps(d, s));
         bf16_min = half::bf16k::min, 2, |s, d| bf16_pick(s, d, |d, s| _mm256_min_ps(d, s));
+    }
+
+    /// binary16 max and min without converting: a float's bits, read as
+    /// sign and magnitude, order like the float once the magnitude takes the
+    /// sign (`psignw`; -0 and +0 both become 0, so they compare equal, as
+    /// floats). `keep_d` (given both keys) picks per element; a NaN on
+    /// either side (magnitude above infinity's) picks `s`, as MPICH's
+    /// `d > s ? d : s` does. The converters bound the widening kernel at
+    /// 27 GiB/s in cache (memcpy 49-52).
+    #[inline(always)]
+    unsafe fn f16_pick(
+        s: __m256i,
+        d: __m256i,
+        keep_d: impl Fn(__m256i, __m256i) -> __m256i,
+    ) -> __m256i {
+        // SAFETY: inlined into AVX2-compiled kernels only.
+        unsafe {
+            let magnitude = _mm256_set1_epi16(0x7fff);
+            let (ms, md) = (
+                _mm256_and_si256(s, magnitude),
+                _mm256_and_si256(d, magnitude),
+            );
+            let nan = _mm256_cmpgt_epi16(_mm256_max_epu16(ms, md), _mm256_set1_epi16(0x7c00));
+            let keep = keep_d(_mm256_sign_epi16(ms, s), _mm256_sign_epi16(md, d));
+            _mm256_blendv_epi8(s, d, _mm256_andnot_si256(nan, keep))
+        }
     }
 
     /// bfloat16 max and min: the result is one of the operands, so nothing
@@ -203,16 +233,10 @@ unsafe fn by_sixteens(
     });
 }
 
-/// MAX, MIN, SUM and PROD (or only the arithmetic ones) over a module's
-/// `apply` and the baseline kernels in `half::$ops`. MPICH's `d > s ? d : s`
-/// is maxps(d, s); likewise min.
+/// SUM and PROD over a module's `apply` and the baseline kernels in
+/// `half::$ops` (MAX and MIN need no arithmetic: `lanes`).
 macro_rules! half_ops {
     ($ops:ident) => {
-        half_ops!(@one max, $ops, |s, d| _mm256_max_ps(d, s));
-        half_ops!(@one min, $ops, |s, d| _mm256_min_ps(d, s));
-        half_ops!($ops, arithmetic);
-    };
-    ($ops:ident, arithmetic) => {
         half_ops!(@one sum, $ops, |s, d| _mm256_add_ps(s, d));
         half_ops!(@one prod, $ops, |s, d| _mm256_mul_ps(s, d));
     };
@@ -225,7 +249,7 @@ macro_rules! half_ops {
     };
 }
 
-/// binary16 through the CPU's converters (F16C): widened to f32, combined,
+/// binary16 SUM and PROD through the CPU's converters (F16C): widened to f32, combined,
 /// rounded back to nearest-even, exactly what the baseline kernel computes
 /// one element at a time.
 mod f16c {
@@ -301,8 +325,7 @@ mod bf16v {
         unsafe { by_sixteens(s, d, widen, narrow, op, scalar) }
     }
 
-    // MAX and MIN need no rounding: `lanes::bf16_pick`.
-    half_ops!(bf16k, arithmetic);
+    half_ops!(bf16k);
 }
 
 fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
@@ -329,8 +352,8 @@ fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
         (T::U32, Op::Sum) => u32_sum,
         (T::I64, Op::Sum) => i64_sum,
         (T::U64, Op::Sum) => u64_sum,
-        (T::F16, Op::Max) => f16c::max,
-        (T::F16, Op::Min) => f16c::min,
+        (T::F16, Op::Max) => lanes::f16_max,
+        (T::F16, Op::Min) => lanes::f16_min,
         (T::F16, Op::Sum) => f16c::sum,
         (T::F16, Op::Prod) => f16c::prod,
         (T::Bf16, Op::Max) => lanes::bf16_max,
@@ -357,5 +380,52 @@ mod tests {
         }
         let f16c = std::arch::is_x86_feature_detected!("f16c");
         assert_eq!(assert_same_as_baseline(table), if f16c { 29 } else { 25 });
+    }
+
+    /// binary16 MAX and MIN compared as integers pick what the baseline
+    /// picks for every value (every one under Miri would take hours: a
+    /// spread of them) against zeros of both signs, subnormals, normals,
+    /// infinities and NaNs, on either side. Fails if -0 and +0 compare
+    /// unequal or a NaN is taken for a number.
+    #[test]
+    fn f16_pick_agrees_for_every_value() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let specials: [u16; 20] = [
+            0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x8400, 0x3c00, 0xbc00, 0x7bff,
+            0xfbff, 0x7c00, 0xfc00, 0x7c01, 0xfc01, 0x7e00, 0xfe00, 0x7fff, 0xffff,
+        ];
+        let step = if cfg!(miri) { 251 } else { 1 };
+        let every: Vec<u16> = (0..=u16::MAX).step_by(step).collect();
+        let bytes = |v: &[u16]| v.iter().flat_map(|h| h.to_ne_bytes()).collect::<Vec<u8>>();
+        let nan = |h: u16| h & 0x7c00 == 0x7c00 && h & 0x3ff != 0;
+        for &x in &specials {
+            let same = vec![x; every.len()];
+            for (s, d) in [(&same, &every), (&every, &same)] {
+                for (k, base) in [
+                    (lanes::f16_max as KernelFn, half::f16k::max as KernelFn),
+                    (lanes::f16_min, half::f16k::min),
+                ] {
+                    let (sb, mut want) = (bytes(s), bytes(d));
+                    let mut got = want.clone();
+                    base(&sb, &mut want);
+                    k(&sb, &mut got);
+                    for (i, (w, g)) in want.chunks(2).zip(got.chunks(2)).enumerate() {
+                        let (w, g) = (
+                            u16::from_ne_bytes([w[0], w[1]]),
+                            u16::from_ne_bytes([g[0], g[1]]),
+                        );
+                        assert!(
+                            w == g || (nan(w) && nan(g)),
+                            "s {:#06x} d {:#06x}: {g:#06x}, want {w:#06x}",
+                            s[i],
+                            d[i]
+                        );
+                    }
+                }
+            }
+        }
     }
 }
