@@ -151,7 +151,8 @@ mod lanes {
     /// floats). `keep_d` (given both keys) picks per element; a NaN on
     /// either side (magnitude above infinity's) picks `s`, as MPICH's
     /// `d > s ? d : s` does. The converters bound the widening kernel at
-    /// 27 GiB/s in cache (memcpy 49-52).
+    /// 27 GiB/s in cache (memcpy 49-52). bfloat16 compared so ran as fast
+    /// as `bf16_pick` (38.4 GiB/s both), which stays.
     #[inline(always)]
     unsafe fn f16_pick(
         s: __m256i,
@@ -397,7 +398,7 @@ mod tests {
             0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x8400, 0x3c00, 0xbc00, 0x7bff,
             0xfbff, 0x7c00, 0xfc00, 0x7c01, 0xfc01, 0x7e00, 0xfe00, 0x7fff, 0xffff,
         ];
-        let step = if cfg!(miri) { 251 } else { 1 };
+        let step = if cfg!(miri) { 1021 } else { 1 };
         let every: Vec<u16> = (0..=u16::MAX).step_by(step).collect();
         let bytes = |v: &[u16]| v.iter().flat_map(|h| h.to_ne_bytes()).collect::<Vec<u8>>();
         let nan = |h: u16| h & 0x7c00 == 0x7c00 && h & 0x3ff != 0;
