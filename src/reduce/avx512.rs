@@ -104,7 +104,7 @@ unsafe fn bf16_apply(
     });
 }
 
-/// The kernels `table` hands out: each calls its `_apply`/`_pick` function
+/// The kernels `table` hands out: each calls its `_apply` function
 /// with the operation and the baseline kernel for the steps it leaves.
 macro_rules! kernels {
     ($($name:ident = $apply:ident($scalar:path, |$s:ident, $d:ident| $body:expr);)*) => {$(
