@@ -124,7 +124,7 @@ kernels! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reduce::tests::{assert_same_as_baseline, xorshift_bytes};
+    use crate::reduce::tests::{assert_same_as_baseline, first_difference, xorshift_bytes};
 
     /// Every kernel here gives what the baseline gives, on arbitrary bytes.
     #[test]
@@ -167,17 +167,8 @@ mod tests {
             let (mut a, mut b) = (d.clone(), d.clone());
             base(&s, &mut a);
             k(&s, &mut b);
-            for (i, (x, y)) in a.chunks(2).zip(b.chunks(2)).enumerate() {
-                let (x, y) = (
-                    u16::from_ne_bytes([x[0], x[1]]),
-                    u16::from_ne_bytes([y[0], y[1]]),
-                );
-                let nan = |h: u16| h & 0x7f80 == 0x7f80 && h & 0x7f != 0;
-                assert!(
-                    x == y || (nan(x) && nan(y)),
-                    "element {i}: {x:#06x} != {y:#06x}"
-                );
-            }
+            let diff = first_difference(ElemType::Bf16, &a, &b);
+            assert!(diff.is_none(), "element {diff:?} differs");
         }
         let sub = f32::from_bits(0x0080 << 16) + f32::from_bits(0x8011 << 16);
         assert!(sub.is_subnormal(), "the case must produce a subnormal");

@@ -1068,6 +1068,15 @@ fn is_nan(ty: ElemType, e: &[u8]) -> bool {
     }
 }
 
+/// The first element (of `ty`) where `got` differs from `want`, if any; a
+/// NaN matches any NaN (kernels may set a NaN's quiet bit or not).
+pub(super) fn first_difference(ty: ElemType, want: &[u8], got: &[u8]) -> Option<usize> {
+    let ext = ty.extent();
+    want.chunks(ext)
+        .zip(got.chunks(ext))
+        .position(|(x, y)| x != y && !(is_nan(ty, x) && is_nan(ty, y)))
+}
+
 /// Checks that every kernel `table` gives for MAX, MIN, SUM and PROD on the
 /// types the vector builds cover gives bit for bit what the baseline kernel
 /// gives, on arbitrary bytes (infinities, subnormals, overflow included;
@@ -1109,11 +1118,11 @@ pub(super) fn assert_same_as_baseline(table: fn(Op, ElemType) -> Option<KernelFn
                     let ((mut a, i), (mut b, j)) = (placed(), placed());
                     base(&s, &mut a[i..i + n]);
                     wide(&s, &mut b[j..j + n]);
-                    let same = a[i..i + n]
-                        .chunks(ty.extent())
-                        .zip(b[j..j + n].chunks(ty.extent()))
-                        .all(|(x, y)| x == y || (is_nan(ty, x) && is_nan(ty, y)));
-                    assert!(same, "{op:?} on {ty:?}, {len} elements, {off} past a line");
+                    let diff = first_difference(ty, &a[i..i + n], &b[j..j + n]);
+                    assert!(
+                        diff.is_none(),
+                        "{op:?} on {ty:?}, {len} elements, {off} past a line: element {diff:?}"
+                    );
                     let around =
                         |v: &[u8], k: usize| v[..k].iter().chain(&v[k + n..]).all(|&x| x == 0x5a);
                     assert!(
