@@ -311,7 +311,7 @@ nlib=${#active_arr[@]}
 if [ "$OPS" = all ]; then
   # mpibench's `all`, in its order (op_names in mpibench.c).
   op_list=(allreduce bcast reduce allgather reduce_scatter alltoall gather scatter barrier pingpong
-           sendrecv)
+           sendrecv halo)
 else
   IFS=, read -r -a op_list <<<"$OPS"
 fi

@@ -6,13 +6,15 @@
  *   avg_us  median over -r timed batches of the batch average (averaged over
  *           ranks; pingpong: rank 0's round trip / 2, i.e. one-way latency;
  *           sendrecv: every rank sends to its right neighbour and receives
- *           from its left in one MPI_Sendrecv, a ring shift).
+ *           from its left in one MPI_Sendrecv, a ring shift; halo: every rank
+ *           exchanges the buffer with both ring neighbours, two MPI_Irecv,
+ *           two MPI_Isend and one MPI_Waitall, as a 1-D halo exchange).
  *   bytes   total message size as nccl-tests defines it: the buffer for
- *           allreduce/bcast/reduce/pingpong/sendrecv, the whole array (n blocks) for
+ *           allreduce/bcast/reduce/pingpong/sendrecv/halo (one message), the whole array (n blocks) for
  *           allgather/reduce_scatter/alltoall/gather/scatter, 0 for barrier.
  *   busbw   algbw * factor, nccl-tests factors: allreduce 2(n-1)/n;
  *           allgather, reduce_scatter, alltoall, gather, scatter (n-1)/n;
- *           bcast, reduce, pingpong, sendrecv 1.
+ *           bcast, reduce, pingpong, sendrecv 1; halo 2 (two messages out).
  *   ok      the result of the last timed call and of one more call into a
  *           cleared buffer, checked on every rank against exactly known values.
  * Data are floats; reductions use MPI_SUM over small integers, so every
@@ -40,6 +42,7 @@ enum op_kind {
   OP_BARRIER,
   OP_PINGPONG,
   OP_SENDRECV,
+  OP_HALO,
   OP_COUNT
 };
 
@@ -47,7 +50,8 @@ enum op_kind {
  * MPI_Reduce_scatter_block (equal blocks, the nccl ReduceScatter). */
 static const char *const op_names[OP_COUNT] = {
     "allreduce", "bcast",   "reduce",  "allgather", "reduce_scatter",
-    "alltoall",  "gather",  "scatter", "barrier",   "pingpong", "sendrecv"};
+    "alltoall",  "gather",  "scatter", "barrier",   "pingpong", "sendrecv",
+    "halo"};
 
 struct config {
   size_t min_bytes, max_bytes, factor;
@@ -66,6 +70,7 @@ static int g_same_host; /* all ranks on one host: the barrier check needs it */
 
 #define ROOT 0
 #define PP_TAG 17
+#define HALO_TAG 18
 
 static void die_mpi(int rc, const char *what, int line) {
   char msg[4096]; /* larger than any implementation's MPI_MAX_ERROR_STRING */
@@ -138,6 +143,7 @@ static double bus_factor(int op) {
   case OP_ALLTOALL:
   case OP_GATHER:
   case OP_SCATTER: return (n - 1.0) / n;
+  case OP_HALO: return 2.0;
   default: return 1.0;
   }
 }
@@ -184,6 +190,19 @@ static void run_once(int op, int c) {
                         MPI_FLOAT, (g_rank + g_size - 1) % g_size, PP_TAG, w,
                         MPI_STATUS_IGNORE));
     break;
+  case OP_HALO: {
+    /* From the left into the first half, from the right into the second;
+     * the tag says which way a message goes (at 2 ranks both neighbours
+     * are the same rank). */
+    int left = (g_rank + g_size - 1) % g_size, right = (g_rank + 1) % g_size;
+    MPI_Request rq[4];
+    MPI_OK(MPI_Irecv(g_rbuf, c, MPI_FLOAT, left, HALO_TAG, w, &rq[0]));
+    MPI_OK(MPI_Irecv(g_rbuf + c, c, MPI_FLOAT, right, HALO_TAG + 1, w, &rq[1]));
+    MPI_OK(MPI_Isend(g_sbuf, c, MPI_FLOAT, right, HALO_TAG, w, &rq[2]));
+    MPI_OK(MPI_Isend(g_sbuf, c, MPI_FLOAT, left, HALO_TAG + 1, w, &rq[3]));
+    MPI_OK(MPI_Waitall(4, rq, MPI_STATUSES_IGNORE));
+    break;
+  }
   default: break;
   }
 }
@@ -224,6 +243,9 @@ static void fill_inputs(int op, size_t c) {
   case OP_SENDRECV:
     for (i = 0; i < c; i++) g_sbuf[i] = tag_val(g_rank, 6, i);
     break;
+  case OP_HALO:
+    for (i = 0; i < c; i++) g_sbuf[i] = tag_val(g_rank, 7, i);
+    break;
   default: break;
   }
 }
@@ -241,6 +263,7 @@ static size_t out_count(int op, size_t c) {
   case OP_ALLTOALL: return c * n;
   case OP_PINGPONG: return g_rank <= 1 && g_size >= 2 ? c : 0;
   case OP_SENDRECV: return c;
+  case OP_HALO: return 2 * c;
   default: return 0;
   }
 }
@@ -269,6 +292,7 @@ static float expected(int op, size_t c, size_t k) {
   case OP_SCATTER: return tag_val(g_rank, 3, k);
   case OP_PINGPONG: return tag_val(1 - g_rank, 5, k);
   case OP_SENDRECV: return tag_val((g_rank + n - 1) % n, 6, k);
+  case OP_HALO: return tag_val(blk == 0 ? (g_rank + n - 1) % n : (g_rank + 1) % n, 7, j);
   default: return 0.0f;
   }
 }
@@ -493,7 +517,7 @@ static void usage(void) {
       "  -f FACTOR   size step (default 4)\n"
       "  -o OPS      comma list of: allreduce bcast reduce allgather\n"
       "              reduce_scatter(=reduce_scatter_block) alltoall gather\n"
-      "              scatter barrier pingpong sendrecv, or all (default all)\n"
+      "              scatter barrier pingpong sendrecv halo, or all (default all)\n"
       "  -i ITERS    most calls per timed batch (default 1000)\n"
       "  -w WARMUP   most warm-up calls per size (default 20)\n"
       "  -r REPS     timed batches per size, median printed (default 5, max 64)\n"
@@ -556,6 +580,7 @@ static size_t buffer_bytes(const struct config *cfg) {
   for (k = 0; k < cfg->nops; k++) {
     for (nominal = cfg->min_bytes; nominal <= cfg->max_bytes; nominal *= cfg->factor) {
       size_t b = bytes_for(cfg->ops[k], count_for(cfg->ops[k], nominal));
+      if (cfg->ops[k] == OP_HALO) b *= 2; /* a message from each side */
       if (b > most) most = b;
       if (nominal > cfg->max_bytes / cfg->factor) break;
     }

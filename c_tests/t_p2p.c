@@ -699,6 +699,48 @@ static void case_self_send(void) {
   test_pass("self_send");
 }
 
+/* Small sends leave at once (their requests are complete when MPI_Isend
+ * returns, with nothing left to wait for) and small receives are posted
+ * without the general decoding: every completion call must still treat
+ * them as any other request. Runs the same calls many times so that some
+ * receives find their message already there and some wait for it. */
+static void case_small_requests(void) {
+  MPI_Comm comm; /* private: the ANY_TAG receive must see only this case */
+  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+  for (int it = 0; it < 200; it++) {
+    int out[3], in[3] = {-1, -1, -1}, flag = 0, idx = -1;
+    MPI_Request rq[3];
+    MPI_Status st[3];
+    fill(out, 3, rank, 1000 + it);
+    /* Freed at once: the message still arrives. */
+    CHECK_MPI(MPI_Isend(&out[0], 1, MPI_INT, right, 110, comm, &rq[0]));
+    CHECK_MPI(MPI_Request_free(&rq[0]));
+    CHECK(rq[0] == MPI_REQUEST_NULL, "Request_free left %#x", (unsigned)rq[0]);
+    /* Tested until done. */
+    CHECK_MPI(MPI_Isend(&out[1], 1, MPI_INT, right, 111, comm, &rq[1]));
+    while (!flag) CHECK_MPI(MPI_Test(&rq[1], &flag, &st[1]));
+    CHECK(rq[1] == MPI_REQUEST_NULL, "Test left a completed send %#x", (unsigned)rq[1]);
+    /* A receive with ANY_TAG, then one per tag, finished by Waitany and
+     * Waitall beside a send. */
+    CHECK_MPI(MPI_Irecv(&in[0], 1, MPI_INT, left, MPI_ANY_TAG, comm, &rq[0]));
+    CHECK_MPI(MPI_Wait(&rq[0], &st[0]));
+    check_status(&st[0], left, 110, MPI_INT, 1, "small ANY_TAG");
+    CHECK(in[0] == pattern(left, 1000 + it, 0), "small 110 got %d", in[0]);
+    CHECK_MPI(MPI_Irecv(&in[1], 1, MPI_INT, left, 111, comm, &rq[0]));
+    CHECK_MPI(MPI_Isend(&out[2], 1, MPI_INT, right, 112, comm, &rq[1]));
+    CHECK_MPI(MPI_Irecv(&in[2], 1, MPI_INT, left, 112, comm, &rq[2]));
+    CHECK_MPI(MPI_Waitany(3, rq, &idx, &st[0]));
+    CHECK(idx >= 0 && idx < 3 && rq[idx] == MPI_REQUEST_NULL, "Waitany index %d", idx);
+    CHECK_MPI(MPI_Waitall(3, rq, st));
+    if (idx != 0) check_status(&st[0], left, 111, MPI_INT, 1, "small 111");
+    if (idx != 2) check_status(&st[2], left, 112, MPI_INT, 1, "small 112");
+    CHECK(in[1] == pattern(left, 1000 + it, 1) && in[2] == pattern(left, 1000 + it, 2),
+          "small 111/112 got %d %d", in[1], in[2]);
+  }
+  CHECK_MPI(MPI_Comm_free(&comm));
+  test_pass("small_requests");
+}
+
 int main(int argc, char **argv) {
   CHECK_MPI(MPI_Init(&argc, &argv));
   CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -722,6 +764,7 @@ int main(int argc, char **argv) {
   case_zero_length();
   case_truncate();
   case_self_send();
+  case_small_requests();
   CHECK_MPI(MPI_Finalize());
   return 0;
 }

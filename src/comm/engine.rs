@@ -31,8 +31,11 @@ pub struct Status {
     pub tag: i32,
     /// Bytes delivered into the receive buffer.
     pub bytes: usize,
-    /// Set when the message did not fit (`Error::Truncated`).
-    pub error: Option<Error>,
+    /// Set when the message did not fit (`Error::Truncated`). Boxed: a
+    /// status moves by value through every completion, and the error is
+    /// rare (32 bytes instead of 72; 2 ranks, Irecv + Isend + Waitall 8 B,
+    /// alternated, us: 0.359-0.385 / 0.350-0.359).
+    pub error: Option<Box<Error>>,
 }
 
 /// Envelope of a message found by probing.
@@ -570,7 +573,7 @@ impl Engine {
         for r in self.reqs.iter_mut().flatten() {
             if !r.done {
                 r.done = true;
-                r.status.error = Some(err.clone());
+                r.status.error = Some(Box::new(err.clone()));
                 r.kind = Kind::Recv {
                     m: Match {
                         source: None,
@@ -993,10 +996,15 @@ impl Engine {
     /// A request that a failure ended (not a truncation, which the status
     /// reports) fails the wait with that failure.
     pub fn wait(&mut self, id: ReqId, op: &'static str) -> Result<Status> {
-        self.wait_all(&[id], op)?;
+        // A completed request needs no health check (as in `wait_loop`, a
+        // peer's death no longer matters to it): `MPI_Waitall` finishes
+        // each of its requests here after waiting for them all.
+        if !self.is_done(id) {
+            self.wait_all(&[id], op)?;
+        }
         let st = self.take(id);
         match st.error {
-            Some(ref e) if !matches!(e, Error::Truncated { .. }) => Err(e.clone()),
+            Some(ref e) if !matches!(**e, Error::Truncated { .. }) => Err((**e).clone()),
             _ => Ok(st),
         }
     }
@@ -1861,7 +1869,7 @@ fn exact_fill(st: &Status, want: usize, op: &str) -> Result<()> {
     if st.error.is_none() && st.bytes == want {
         return Ok(());
     }
-    let got = match &st.error {
+    let got = match st.error.as_deref() {
         Some(Error::Truncated { got, .. }) => *got,
         // The request was ended by a failure (a dead or broken peer).
         Some(e) => return Err(e.clone()),
@@ -1894,7 +1902,7 @@ fn recv_status(src: usize, f: &Frame, cap: usize) -> Status {
         source: src,
         tag: f.tag,
         bytes: len.min(cap),
-        error: (len > cap).then_some(Error::Truncated { got: len, cap, src }),
+        error: (len > cap).then(|| Box::new(Error::Truncated { got: len, cap, src })),
     }
 }
 

@@ -1,10 +1,11 @@
-//! The fast lane of the collective exports, `MPI_Send` and `MPI_Recv`: the
+//! The fast lane of the collective exports and of point-to-point: the
 //! common case (predefined datatype and op, positive counts, plain buffers
 //! that do not overlap, the same type and count on both sides,
 //! `FERROCOLL_CHECK` off) decoded in a few comparisons and handed to the
 //! same `coll::` algorithm as the general path in `coll.rs`, or for a send
 //! or a receive, written to or taken from the link at once without a
-//! request (`Engine::send_now`, `Engine::recv_now`).
+//! request (`Engine::send_now`, `Engine::recv_now`); `MPI_Isend` and
+//! `MPI_Irecv` keep their request but skip the general decoding.
 //!
 //! Anything else declines (`None`) before any state changes, and the export
 //! then takes the general path, which handles every other case and reports
@@ -19,11 +20,14 @@ use super::errors::MpiErr;
 use super::ops::{builtin_kernel, builtin_op, builtin_reducer};
 use super::p2p::{received_status, tag_of};
 use super::ptr::{self, is_in_place};
-use super::state::{call_if, Runtime};
+use super::requests::Requests;
+use super::state::{call_if, ReqEntry, Runtime, StatusSource};
+use super::types::TypeInfo;
 use crate::coll::back_to_back;
 use crate::coll::{self, Ctx};
 use crate::comm::{
-    engine::{Engine, Status},
+    buffer::RawBuf,
+    engine::{Engine, Match, Status},
     Comm,
 };
 use crate::error::Result;
@@ -34,6 +38,8 @@ use std::os::raw::{c_int, c_void};
 struct Lane<'a> {
     eng: &'a mut Engine,
     comm: &'a mut Comm,
+    /// The request table (`MPI_Isend`, `MPI_Irecv`).
+    reqs: &'a mut Requests,
     name: &'static str,
 }
 
@@ -91,9 +97,17 @@ fn lane(
         if crate::param::params().check {
             return None;
         }
-        let Runtime { eng, comms, .. } = rt;
+        let Runtime {
+            eng, comms, reqs, ..
+        } = rt;
         let comm = &mut comms.get_mut(&comm)?.comm;
-        f(Lane { eng, comm, name }).map(|r| r.map_err(MpiErr::from))
+        f(Lane {
+            eng,
+            comm,
+            reqs,
+            name,
+        })
+        .map(|r| r.map_err(MpiErr::from))
     })
 }
 
@@ -472,6 +486,94 @@ pub fn sendrecv(
             Err(e) => return Some(Err(e)),
         };
         put_recv_status(status, source, &st);
-        Some(st.error.map_or(Ok(()), Err))
+        Some(st.error.map_or(Ok(()), |e| Err(*e)))
+    })
+}
+
+/// `MPI_Isend` of a predefined type to another member, when the message
+/// leaves at once (`Engine::send_now`): the request is stored complete,
+/// with no engine request to post, complete, wait for and free. With
+/// `irecv`, 2 ranks, 8 B, alternated runs, us, general path / lanes (Open
+/// MPI): Irecv + Isend + Waitall 0.336-0.354 / 0.240-0.242 (0.166-0.168),
+/// two of each and a Waitall of four 0.627-0.652 / 0.432-0.437
+/// (0.268-0.283), Isend + Recv + Wait 0.227-0.229 / 0.153-0.159
+/// (0.149-0.151); 4 ranks in pairs 0.80-0.89 / 0.55-0.58 (2.4-2.9).
+pub fn isend(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> Option<c_int> {
+    let (bytes, _) = sized(count, dt)?;
+    if !plain(buf) || tag < 0 || request.is_null() {
+        return None;
+    }
+    lane("MPI_Isend", comm, |l| {
+        l.reqs.room().ok()?;
+        let (to, ctx) = (member(&l, dest)?, l.comm.p2p_ctx());
+        // SAFETY: non-null, count elements of dt (MPI contract).
+        let data = unsafe { ptr::bytes(buf, bytes) };
+        match l.eng.send_now(to, ctx, tag, data) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        let e = ReqEntry {
+            id: None,
+            source: StatusSource::Unnamed,
+            recv_type: None,
+            comm,
+        };
+        let h = l.reqs.insert(e).expect("room checked");
+        // SAFETY: non-null (checked above); MPI makes it writable.
+        unsafe { request.write(h) };
+        Some(Ok(()))
+    })
+}
+
+/// `MPI_Irecv` of a predefined type from one member: posted as the
+/// general path posts it, without its general decoding.
+pub fn irecv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> Option<c_int> {
+    let (bytes, b) = sized(count, dt)?;
+    let tag = tag_of(tag, true).ok()?;
+    if !plain(buf) || request.is_null() {
+        return None;
+    }
+    lane("MPI_Irecv", comm, |l| {
+        l.reqs.room().ok()?;
+        let from = member(&l, source)?;
+        let m = Match {
+            source: Some(from),
+            ctx: l.comm.p2p_ctx(),
+            tag,
+        };
+        // SAFETY: non-null, count elements of dt (MPI contract), left
+        // untouched by the caller until the request completes.
+        let raw = unsafe { RawBuf::new(buf as *mut u8, bytes) };
+        let id = match l.eng.irecv(m, raw) {
+            Ok(id) => id,
+            Err(e) => return Some(Err(e)),
+        };
+        let e = ReqEntry {
+            id: Some(id),
+            source: StatusSource::Rank(source),
+            recv_type: Some(TypeInfo::builtin(b)),
+            comm,
+        };
+        let h = l.reqs.insert(e).expect("room checked");
+        // SAFETY: non-null (checked above); MPI makes it writable.
+        unsafe { request.write(h) };
+        Some(Ok(()))
     })
 }

@@ -59,7 +59,7 @@ pub(super) fn received_status(source: c_int, st: &Status, data: usize) -> MPI_St
 fn error_class(st: &Status) -> c_int {
     st.error
         .clone()
-        .map_or(MPI_SUCCESS, |e| MpiErr::from(e).class)
+        .map_or(MPI_SUCCESS, |e| MpiErr::from(*e).class)
 }
 
 /// A checked send, ready to post.
@@ -205,13 +205,19 @@ impl Runtime {
     }
 
     fn check_req(&self, h: MPI_Request) -> MpiResult<()> {
-        if h == MPI_REQUEST_NULL || self.reqs.contains(h) {
-            Ok(())
-        } else {
-            Err(MpiErr::new(
+        self.entry(h).map(|_| ())
+    }
+
+    /// The request behind `h`: `None` for `MPI_REQUEST_NULL`, an error for
+    /// a handle that names no outstanding request.
+    fn entry(&self, h: MPI_Request) -> MpiResult<Option<&ReqEntry>> {
+        match self.reqs.get(h) {
+            Some(e) => Ok(Some(e)),
+            None if h == MPI_REQUEST_NULL => Ok(None),
+            None => Err(MpiErr::new(
                 MPI_ERR_REQUEST,
                 format!("invalid request handle {h:#x}"),
-            ))
+            )),
         }
     }
 
@@ -411,6 +417,9 @@ pub extern "C" fn PMPI_Isend(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    if let Some(rc) = super::lane::isend(buf, count, datatype, dest, tag, comm, request) {
+        return rc;
+    }
     call("MPI_Isend", comm, |rt| {
         if request.is_null() {
             return Err(MpiErr::new(MPI_ERR_ARG, "request is NULL"));
@@ -447,6 +456,9 @@ pub extern "C" fn PMPI_Irecv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    if let Some(rc) = super::lane::irecv(buf, count, datatype, source, tag, comm, request) {
+        return rc;
+    }
     call("MPI_Irecv", comm, |rt| {
         if request.is_null() {
             return Err(MpiErr::new(MPI_ERR_ARG, "request is NULL"));
@@ -586,8 +598,7 @@ pub extern "C" fn PMPI_Waitall(
         let mut many = Vec::new();
         let mut k = 0;
         for &h in reqs.iter() {
-            rt.check_req(h)?;
-            if let Some(id) = rt.reqs.get(h).and_then(|e| e.id) {
+            if let Some(id) = rt.entry(h)?.and_then(|e| e.id) {
                 if k < few.len() {
                     few[k] = id;
                 } else {

@@ -55,6 +55,11 @@ impl Requests {
     }
 
     /// Stores `e` and returns its handle (fails only where `room` does).
+    /// Inlined, so the caller builds the entry in its slot: copied in, it
+    /// was read in 16-byte loads just after the caller wrote it in narrower
+    /// stores, which the store buffer cannot forward (2 ranks, Irecv +
+    /// Isend + Waitall 8 B, alternated, us: 0.246-0.258 / 0.238-0.241).
+    #[inline(always)]
     pub fn insert(&mut self, e: ReqEntry) -> Result<MPI_Request, MpiErr> {
         self.room()?;
         let index = match self.free.pop() {
@@ -95,6 +100,7 @@ impl Requests {
     }
 
     /// Takes the request behind `h` out; its handle is stale from now on.
+    #[inline(always)]
     pub fn remove(&mut self, h: MPI_Request) -> Option<ReqEntry> {
         let i = self.find(h)?;
         let slot = &mut self.slots[i];

@@ -22,6 +22,16 @@ pub struct TypeInfo {
 }
 
 impl TypeInfo {
+    /// A predefined type's.
+    pub fn builtin(b: &'static Builtin) -> TypeInfo {
+        TypeInfo {
+            size: b.elem.size(),
+            extent: b.elem.extent(),
+            base: b,
+            derived: false,
+        }
+    }
+
     /// Bytes occupied by `count` elements, or `MPI_ERR_COUNT` when no
     /// buffer can be that large (over `PTRDIFF_MAX`, the most any object
     /// may span).
@@ -76,12 +86,7 @@ impl Runtime {
         allow_uncommitted: bool,
     ) -> MpiResult<TypeInfo> {
         if let Some(b) = datatypes::builtin(dt) {
-            return Ok(TypeInfo {
-                size: b.elem.size(),
-                extent: b.elem.extent(),
-                base: b,
-                derived: false,
-            });
+            return Ok(TypeInfo::builtin(b));
         }
         match self.types.get(&dt) {
             Some(d) if d.committed || allow_uncommitted => Ok(d.info),

@@ -534,7 +534,7 @@ pub fn finish_p2p(posted: Posted<'_>, core: &mut Core) -> NcclResult<()> {
     for (id, j) in posted.0 {
         let st = core.eng.wait(id, j.name)?;
         if let Some(e) = st.error {
-            return Err(e.into());
+            return Err((*e).into());
         }
         let want = j.count * j.ty.extent();
         if let (Kind::Recv(p), true) = (j.kind, st.bytes != want) {
