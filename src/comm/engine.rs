@@ -262,6 +262,10 @@ const BUFFER_AHEAD: usize = 4 << 20;
 /// Most bytes one `drain` call reads from a link before returning.
 const DRAIN_BUDGET: usize = 4 << 20;
 
+/// Largest message `Engine::take_whole` takes in one step (larger ones
+/// spend their time copying, not in the steps).
+const WHOLE_MAX: usize = 4096;
+
 const HDR0: Rx = Rx::Header {
     got: 0,
     hdr: [0; FRAME_BYTES],
@@ -1618,6 +1622,13 @@ impl Engine {
         // keep it here: the wait must see its own receive complete (a scan
         // over TCP livelocked so, its first rank sending for ever).
         while read < DRAIN_BUDGET {
+            if let Some((n, completed)) = self.take_whole(src) {
+                read += n;
+                if completed && !self.crowded && !self.awaits_from(src) {
+                    break;
+                }
+                continue;
+            }
             let in_body = matches!(self.rx[src], Rx::Body { .. });
             // A body is read straight into its destination (a TCP link
             // reads the socket itself), so no `readable` first.
@@ -1706,6 +1717,45 @@ impl Engine {
             self.ring_bell(src);
         }
         read > 0
+    }
+
+    /// Takes a small eager message that lies whole at the head of `src`'s
+    /// shared-memory link straight into the posted receive it matches, in
+    /// one step: `(bytes read, true)`. `None` (nothing read) for anything
+    /// else, which `drain` takes a piece at a time: the header into `rx`,
+    /// a match, the body, the end of the message. That way cost about 600
+    /// instructions per 8-byte message.
+    fn take_whole(&mut self, src: usize) -> Option<(usize, bool)> {
+        if !matches!(self.rx[src], Rx::Header { got: 0, .. }) || self.posted.is_empty() {
+            return None;
+        }
+        let mut hdr = [0u8; FRAME_BYTES];
+        if !self.links[src].peek(&mut hdr) {
+            return None;
+        }
+        // A malformed header is `on_header`'s to report.
+        let frame = Frame::decode(&hdr).filter(|f| f.kind == FrameKind::Eager)?;
+        let len = usize::try_from(frame.len)
+            .ok()
+            .filter(|&l| l <= WHOLE_MAX && FRAME_BYTES + l <= self.links[src].readable())?;
+        let id = self.match_posted(src, &frame)?;
+        let Some(Req {
+            kind: Kind::Recv { buf, .. },
+            ..
+        }) = self.reqs[id].as_ref()
+        else {
+            unreachable!("posted requests are receives")
+        };
+        let (buf, link) = (*buf, &mut self.links[src]);
+        link.read_with(FRAME_BYTES, |_| {});
+        let fit = buf.len().min(len);
+        let got = buf.fill_at(0, fit, |d| link.read_into(d));
+        // Past the buffer's end the bytes are dropped (truncation is
+        // reported in the status).
+        let dropped = link.read_with(len - fit, |_| {});
+        debug_assert_eq!(got + dropped, len, "the message lay whole on the link");
+        self.complete(id, recv_status(src, &frame, buf.len()));
+        Some((FRAME_BYTES + len, true))
     }
 
     /// Acts on a header from `src`; `Err` says why it cannot be part of a
