@@ -427,6 +427,13 @@ static void case_p2p(void) {
     CHECK((two[0] == MPI_REQUEST_NULL && two[1] == MPI_REQUEST_NULL) || !strict,
           "MPI_Waitall left requests after MPI_ERR_IN_STATUS");
     finish_requests(two, 2);
+    /* The same with MPI_STATUSES_IGNORE: the error class still says a
+     * request failed (MPI-4.0 3.7.5). */
+    CHECK_MPI(MPI_Irecv(rbuf, 2, MPI_INT, rank, 27, MPI_COMM_WORLD, &two[0]));
+    CHECK_MPI(MPI_Isend(buf, 4, MPI_INT, rank, 27, MPI_COMM_WORLD, &two[1]));
+    BAD(T, MPI_Waitall(2, two, MPI_STATUSES_IGNORE), MPI_ERR_IN_STATUS);
+    CHECK(rbuf[2] == -77 && rbuf[3] == -77, "truncated MPI_Waitall wrote past its count");
+    finish_requests(two, 2);
     CHECK_MPI(MPI_Irecv(rbuf, 2, MPI_INT, rank, 25, MPI_COMM_WORLD, &r2));
     CHECK_MPI(MPI_Isend(buf, 4, MPI_INT, rank, 25, MPI_COMM_WORLD, &s4));
     flag = 0;

@@ -12,9 +12,10 @@
 //! 0.626-0.632 (0.257), Isend + Recv + Wait 0.246-0.264 / 0.230-0.233
 //! (0.147).
 
-use super::consts::{MPI_Request, MPI_ERR_INTERN};
+use super::consts::{MPI_Comm, MPI_Request, MPI_ERR_INTERN};
 use super::errors::MpiErr;
 use super::state::ReqEntry;
+use crate::comm::engine::ReqId;
 
 /// MPICH's "direct" handle kind bits for requests.
 const KIND: u32 = 0xac00_0000;
@@ -94,9 +95,18 @@ impl Requests {
         self.find(h).and_then(|i| self.slots[i].entry.as_ref())
     }
 
-    /// Whether `h` names an outstanding request.
-    pub fn contains(&self, h: MPI_Request) -> bool {
-        self.find(h).is_some()
+    /// `remove` for a caller that needs only the engine request and the
+    /// communicator: the entry is dropped where it lies, not moved out.
+    #[inline(always)]
+    pub fn remove_id(&mut self, h: MPI_Request) -> Option<(Option<ReqId>, MPI_Comm)> {
+        let i = self.find(h)?;
+        let slot = &mut self.slots[i];
+        slot.generation = (slot.generation + 1) % GENERATIONS;
+        self.free.push(i as u32);
+        let e = slot.entry.as_ref()?;
+        let kept = (e.id, e.comm);
+        slot.entry = None;
+        Some(kept)
     }
 
     /// Takes the request behind `h` out; its handle is stale from now on.
@@ -136,7 +146,7 @@ mod tests {
         assert_eq!(t.get(b).map(|e| e.comm), Some(7));
         assert_eq!(t.remove(a).map(|e| e.comm), Some(MPI_COMM_WORLD));
         // Completed: stale, also once its slot holds a new request.
-        assert!(!t.contains(a) && t.remove(a).is_none());
+        assert!(t.get(a).is_none() && t.remove(a).is_none());
         let c = t.insert(entry(9)).unwrap();
         assert_ne!(c, a);
         assert!(t.get(a).is_none());
@@ -149,7 +159,7 @@ mod tests {
             (KIND | 0x05) as i32,
             (KIND | 0x3ff_ffff) as i32,
         ] {
-            assert!(!t.contains(h), "{h:#x}");
+            assert!(t.get(h).is_none(), "{h:#x}");
         }
     }
 
