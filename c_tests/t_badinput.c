@@ -434,6 +434,13 @@ static void case_p2p(void) {
     BAD(T, MPI_Waitall(2, two, MPI_STATUSES_IGNORE), MPI_ERR_IN_STATUS);
     CHECK(rbuf[2] == -77 && rbuf[3] == -77, "truncated MPI_Waitall wrote past its count");
     finish_requests(two, 2);
+    /* And MPI_Wait with MPI_STATUS_IGNORE. */
+    CHECK_MPI(MPI_Irecv(rbuf, 2, MPI_INT, rank, 28, MPI_COMM_WORLD, &r2));
+    CHECK_MPI(MPI_Isend(buf, 4, MPI_INT, rank, 28, MPI_COMM_WORLD, &s4));
+    BAD(T, MPI_Wait(&r2, MPI_STATUS_IGNORE), MPI_ERR_TRUNCATE);
+    CHECK(r2 == MPI_REQUEST_NULL, "truncated MPI_Wait left its request");
+    CHECK(rbuf[2] == -77 && rbuf[3] == -77, "truncated MPI_Wait wrote past its count");
+    CHECK_MPI(MPI_Wait(&s4, MPI_STATUS_IGNORE));
     CHECK_MPI(MPI_Irecv(rbuf, 2, MPI_INT, rank, 25, MPI_COMM_WORLD, &r2));
     CHECK_MPI(MPI_Isend(buf, 4, MPI_INT, rank, 25, MPI_COMM_WORLD, &s4));
     flag = 0;

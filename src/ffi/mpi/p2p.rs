@@ -6,7 +6,7 @@ use super::errors::{MpiErr, MpiResult};
 use super::ptr;
 use super::state::{call, ReqEntry, Runtime, StatusSource};
 use crate::comm::buffer::RawBuf;
-use crate::comm::engine::{Match, Status};
+use crate::comm::engine::{Match, ReqId, Status};
 use std::os::raw::{c_int, c_void};
 
 /// A peer argument after checking.
@@ -169,6 +169,29 @@ impl Runtime {
         })
     }
 
+    /// `take_req` for a caller that ignores the status (then
+    /// `finish_ignored`): the entry is dropped where it lies. Moving it
+    /// out and making a status cost more than the rest of completing an
+    /// 8-byte receive (2 ranks, alternated, us, before / after: Irecv +
+    /// Isend + Waitall 0.219-0.221 / 0.187-0.193, with two MPI_Wait
+    /// 0.243-0.259 / 0.200-0.202).
+    #[inline(always)]
+    fn take_ignored(&mut self, h: MPI_Request) -> MpiResult<Option<ReqId>> {
+        let (id, comm) = self.reqs.remove_id(h).ok_or_else(|| bad_request(h))?;
+        self.err_comm.get_or_insert(comm);
+        Ok(id)
+    }
+
+    /// `finish` without a status: the error class one would carry (only a
+    /// truncation; other failures fail the call).
+    #[inline(always)]
+    fn finish_ignored(&mut self, id: Option<ReqId>, op: &'static str) -> MpiResult<Option<c_int>> {
+        let Some(id) = id else {
+            return Ok(None);
+        };
+        Ok(self.eng.wait(id, op)?.error.map(|e| MpiErr::from(*e).class))
+    }
+
     /// The MPI status of a completed request.
     fn mpi_status(e: &ReqEntry, st: Option<Status>) -> MPI_Status {
         let Some(st) = st else {
@@ -247,11 +270,17 @@ fn bad_request(h: MPI_Request) -> MpiErr {
 fn single(st: &MPI_Status) -> MpiResult<()> {
     match st.MPI_ERROR {
         MPI_SUCCESS => Ok(()),
-        c => Err(MpiErr::new(
-            c,
-            "message truncated: the receive buffer is smaller than the message",
-        )),
+        c => Err(truncated(c)),
     }
+}
+
+/// The error of a single completion whose status carries class `c` (only
+/// a truncation stays in a status).
+fn truncated(c: c_int) -> MpiErr {
+    MpiErr::new(
+        c,
+        "message truncated: the receive buffer is smaller than the message",
+    )
 }
 
 /// Exports `MPI_Send`.
@@ -491,6 +520,14 @@ pub extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) 
         if h == MPI_REQUEST_NULL {
             return ptr::put_status(status, empty_status(MPI_ANY_SOURCE));
         }
+        if status == ptr::STATUS_IGNORE {
+            let id = rt.take_ignored(h)?;
+            ptr::put(request, MPI_REQUEST_NULL, "request")?;
+            return match rt.finish_ignored(id, "MPI_Wait")? {
+                None => Ok(()),
+                Some(class) => Err(truncated(class)),
+            };
+        }
         let e = rt.take_req(h)?;
         ptr::put(request, MPI_REQUEST_NULL, "request")?;
         let st = rt.finish(e, "MPI_Wait")?;
@@ -580,13 +617,9 @@ fn complete_ignored(
         if reqs[i] == MPI_REQUEST_NULL {
             continue;
         }
-        let h = reqs[i];
-        let (id, comm) = rt.reqs.remove_id(h).ok_or_else(|| bad_request(h))?;
-        rt.err_comm.get_or_insert(comm);
+        let id = rt.take_ignored(reqs[i])?;
         reqs[i] = MPI_REQUEST_NULL;
-        if let Some(id) = id {
-            any_err |= rt.eng.wait(id, op)?.error.is_some();
-        }
+        any_err |= rt.finish_ignored(id, op)?.is_some();
     }
     Ok(any_err)
 }
