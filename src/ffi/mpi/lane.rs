@@ -490,6 +490,16 @@ pub fn sendrecv(
     })
 }
 
+/// Stores a started request and writes its handle to `request` (non-null,
+/// checked by the caller); the caller checked `Requests::room` before
+/// starting it.
+#[inline(always)]
+fn store(reqs: &mut Requests, e: ReqEntry, request: *mut MPI_Request) {
+    let h = reqs.insert(e).expect("room checked");
+    // SAFETY: non-null (the caller checked); MPI makes it writable.
+    unsafe { request.write(h) };
+}
+
 /// `MPI_Isend` of a predefined type to another member, when the message
 /// leaves at once (`Engine::send_now`): the request is stored complete,
 /// with no engine request to post, complete, wait for and free. With
@@ -527,9 +537,7 @@ pub fn isend(
             recv_type: None,
             comm,
         };
-        let h = l.reqs.insert(e).expect("room checked");
-        // SAFETY: non-null (checked above); MPI makes it writable.
-        unsafe { request.write(h) };
+        store(l.reqs, e, request);
         Some(Ok(()))
     })
 }
@@ -571,9 +579,7 @@ pub fn irecv(
             recv_type: Some(TypeInfo::builtin(b)),
             comm,
         };
-        let h = l.reqs.insert(e).expect("room checked");
-        // SAFETY: non-null (checked above); MPI makes it writable.
-        unsafe { request.write(h) };
+        store(l.reqs, e, request);
         Some(Ok(()))
     })
 }

@@ -99,24 +99,27 @@ impl Requests {
     /// communicator: the entry is dropped where it lies, not moved out.
     #[inline(always)]
     pub fn remove_id(&mut self, h: MPI_Request) -> Option<(Option<ReqId>, MPI_Comm)> {
-        let i = self.find(h)?;
-        let slot = &mut self.slots[i];
-        slot.generation = (slot.generation + 1) % GENERATIONS;
-        self.free.push(i as u32);
-        let e = slot.entry.as_ref()?;
-        let kept = (e.id, e.comm);
-        slot.entry = None;
-        Some(kept)
+        let entry = self.vacate(h)?;
+        let kept = entry.as_ref().map(|e| (e.id, e.comm));
+        *entry = None;
+        kept
     }
 
     /// Takes the request behind `h` out; its handle is stale from now on.
     #[inline(always)]
     pub fn remove(&mut self, h: MPI_Request) -> Option<ReqEntry> {
+        self.vacate(h)?.take()
+    }
+
+    /// Frees the slot of `h` (its handle goes stale) and returns its entry,
+    /// still in place, for the caller to empty.
+    #[inline(always)]
+    fn vacate(&mut self, h: MPI_Request) -> Option<&mut Option<ReqEntry>> {
         let i = self.find(h)?;
+        self.free.push(i as u32);
         let slot = &mut self.slots[i];
         slot.generation = (slot.generation + 1) % GENERATIONS;
-        self.free.push(i as u32);
-        slot.entry.take()
+        Some(&mut slot.entry)
     }
 }
 
