@@ -1734,6 +1734,9 @@ impl Engine {
         if !matches!(self.rx[src], Rx::Header { got: 0, .. }) || self.posted.is_empty() {
             return None;
         }
+        if let Some(done) = self.take_from_post(src) {
+            return Some(done);
+        }
         let mut hdr = [0u8; FRAME_BYTES];
         if !self.links[src].peek(&mut hdr) {
             return None;
@@ -1760,6 +1763,42 @@ impl Engine {
         let dropped = link.read_with(len - fit, |_| {});
         debug_assert_eq!(got + dropped, len, "the message lay whole on the link");
         self.complete(id, recv_status(src, &frame, buf.len()));
+        Some((FRAME_BYTES + len, true))
+    }
+
+    /// `take_whole` for a message that lies whole in the post due on
+    /// `src`'s link: header and body are read where they lie, with one look
+    /// at the post. The general way looks five times (`peek`, `readable`
+    /// and three reads) and copies the header out: 8-byte messages took
+    /// about 270 instructions between the link and the engine's calls.
+    fn take_from_post(&mut self, src: usize) -> Option<(usize, bool)> {
+        let bytes = self.links[src].post_bytes()?;
+        let frame = Frame::decode(bytes.get(..FRAME_BYTES)?.try_into().ok()?)
+            .filter(|f| f.kind == FrameKind::Eager)?;
+        let len = usize::try_from(frame.len)
+            .ok()
+            .filter(|&l| l <= bytes.len() - FRAME_BYTES)?;
+        let hit = self.find_posted(src, &frame)?;
+        let id = self.posted[hit];
+        let Some(Req {
+            kind: Kind::Recv { buf, .. },
+            ..
+        }) = self.reqs[id].as_ref()
+        else {
+            unreachable!("posted requests are receives")
+        };
+        let fit = buf.len().min(len);
+        // Past the buffer's end the bytes are dropped (truncation is
+        // reported in the status).
+        let body = &bytes[FRAME_BYTES..FRAME_BYTES + fit];
+        buf.fill_at(0, fit, |d| {
+            crate::copy::copy(d, body);
+            fit
+        });
+        let cap = buf.len();
+        self.links[src].consume_post(FRAME_BYTES + len);
+        self.posted.remove(hit);
+        self.complete(id, recv_status(src, &frame, cap));
         Some((FRAME_BYTES + len, true))
     }
 
@@ -1830,10 +1869,16 @@ impl Engine {
 
     /// Removes and returns the first posted receive that accepts `frame`.
     fn match_posted(&mut self, src: usize, frame: &Frame) -> Option<ReqId> {
-        let hit = self.posted.iter().position(|&id| {
-            matches!(&self.reqs[id], Some(Req { kind: Kind::Recv { m, .. }, .. }) if m.accepts(src, frame))
-        })?;
+        let hit = self.find_posted(src, frame)?;
         Some(self.posted.remove(hit))
+    }
+
+    /// Where in `posted` the first receive that accepts `frame` from `src`
+    /// is.
+    fn find_posted(&self, src: usize, frame: &Frame) -> Option<usize> {
+        self.posted.iter().position(|&id| {
+            matches!(&self.reqs[id], Some(Req { kind: Kind::Recv { m, .. }, .. }) if m.accepts(src, frame))
+        })
     }
 
     /// Keeps a message no receive has matched yet.

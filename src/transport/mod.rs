@@ -79,6 +79,24 @@ impl Link {
         }
     }
 
+    /// The unread bytes of the shared-memory post due, to read where they
+    /// lie (`Ring::post_bytes`); `None` on other links or when the next
+    /// bytes are not in a post.
+    pub fn post_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Link::Shm { rx, .. } => rx.post_bytes(),
+            _ => None,
+        }
+    }
+
+    /// Marks the first `n` bytes that `post_bytes` showed as read.
+    pub fn consume_post(&mut self, n: usize) {
+        match self {
+            Link::Shm { rx, .. } => rx.consume_post(n),
+            _ => unreachable!("post_bytes shows posts of shared-memory links only"),
+        }
+    }
+
     /// Hands up to `max` waiting bytes to `f` in order, consuming them.
     pub fn read_with(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
         match self {
