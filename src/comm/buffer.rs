@@ -66,6 +66,7 @@ impl RawBuf {
     /// Lets `fill` write up to `len` bytes into the buffer at `off`
     /// (receive side, e.g. a socket read); returns what `fill` returns,
     /// the bytes it wrote.
+    #[inline]
     pub fn fill_at(&self, off: usize, len: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> usize {
         if len == 0 {
             return 0;

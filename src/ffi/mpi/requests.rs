@@ -118,7 +118,12 @@ impl Requests {
         let i = self.find(h)?;
         self.free.push(i as u32);
         let slot = &mut self.slots[i];
-        slot.generation = (slot.generation + 1) % GENERATIONS;
+        // A compare, not `%`: a remainder by 63 is a multiply and shifts
+        // (about 10 instructions) on every completion.
+        slot.generation = match slot.generation + 1 {
+            GENERATIONS => 0,
+            g => g,
+        };
         Some(&mut slot.entry)
     }
 }

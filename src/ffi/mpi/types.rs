@@ -23,6 +23,7 @@ pub struct TypeInfo {
 
 impl TypeInfo {
     /// A predefined type's.
+    #[inline]
     pub fn builtin(b: &'static Builtin) -> TypeInfo {
         TypeInfo {
             size: b.elem.size(),

@@ -209,6 +209,9 @@ impl Ring {
     /// other, if they fit `POSTS_PER_WRITE` and that many are free.
     fn post(&self, a: &[u8], b: &[u8]) -> bool {
         let len = a.len() + b.len();
+        if len <= POST_BYTES {
+            return self.post_one(a, b);
+        }
         let m = len.div_ceil(POST_BYTES) as u64;
         if m > POSTS_PER_WRITE as u64 {
             return false;
@@ -235,6 +238,33 @@ impl Ring {
                 .store((k + i + 1) << 16 | n as u64, Ordering::Release);
         }
         self.posts.set(k + m);
+        true
+    }
+
+    /// `post` for a write that fits one post, the common case (a header
+    /// and a message of up to 208 bytes), without the loop and the split
+    /// over posts: about 75 instructions less a message.
+    fn post_one(&self, a: &[u8], b: &[u8]) -> bool {
+        let (c, k) = (self.ctrl(), self.posts.get());
+        if k + 1 - self.freed_seen.get() > POSTS as u64 {
+            self.freed_seen.set(c.freed.load(Ordering::Acquire));
+            if k + 1 - self.freed_seen.get() > POSTS as u64 {
+                return false;
+            }
+        }
+        let post = &c.posts[k as usize % POSTS];
+        let len = a.len() + b.len();
+        // SAFETY: as in `post`: post `k % POSTS` is free and only this
+        // producer writes it until `word` shows round k; `len` fits it.
+        let d = unsafe { std::slice::from_raw_parts_mut(post.bytes.get() as *mut u8, len) };
+        let (to_a, to_b) = d.split_at_mut(a.len());
+        to_a.copy_from_slice(a);
+        to_b.copy_from_slice(b);
+        post.stamp
+            .store(c.head.load(Ordering::Relaxed), Ordering::Relaxed);
+        post.word
+            .store((k + 1) << 16 | len as u64, Ordering::Release);
+        self.posts.set(k + 1);
         true
     }
 
