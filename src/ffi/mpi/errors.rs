@@ -227,37 +227,22 @@ pub const CLASSES: &[(c_int, &str, &str)] = &[
     ),
 ];
 
-/// An MPI error: its class and a message for the one-line report. Boxed,
-/// so that an `MpiResult<()>` is one pointer: every export passes one up
-/// through its entry's closures (`state::run`), and as two words and a
-/// class it went through memory at each step.
+/// An MPI error: its class and a message for the one-line report.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MpiErr(Box<Fault>);
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Fault {
-    class: c_int,
-    msg: String,
+pub struct MpiErr {
+    /// Error class (returned as the error code).
+    pub class: c_int,
+    /// What went wrong, for the fatal-handler line and debugging.
+    pub msg: String,
 }
 
 impl MpiErr {
     /// An error of `class` with a message.
-    #[cold]
     pub fn new(class: c_int, msg: impl Into<String>) -> MpiErr {
-        MpiErr(Box::new(Fault {
+        MpiErr {
             class,
             msg: msg.into(),
-        }))
-    }
-
-    /// Error class (returned as the error code).
-    pub fn class(&self) -> c_int {
-        self.0.class
-    }
-
-    /// What went wrong, for the fatal-handler line and debugging.
-    pub fn msg(&self) -> &str {
-        &self.0.msg
+        }
     }
 }
 

@@ -59,7 +59,7 @@ pub(super) fn received_status(source: c_int, st: &Status, data: usize) -> MPI_St
 fn error_class(st: &Status) -> c_int {
     st.error
         .clone()
-        .map_or(MPI_SUCCESS, |e| MpiErr::from(*e).class())
+        .map_or(MPI_SUCCESS, |e| MpiErr::from(*e).class)
 }
 
 /// A checked send, ready to post.
@@ -189,11 +189,7 @@ impl Runtime {
         let Some(id) = id else {
             return Ok(None);
         };
-        Ok(self
-            .eng
-            .wait(id, op)?
-            .error
-            .map(|e| MpiErr::from(*e).class()))
+        Ok(self.eng.wait(id, op)?.error.map(|e| MpiErr::from(*e).class))
     }
 
     /// The MPI status of a completed request.

@@ -296,19 +296,19 @@ fn lock_error(e: LockError) -> MpiErr {
 /// abort the job.
 fn report(name: &str, e: MpiErr, eh: MPI_Errhandler) -> c_int {
     let rank = RANK.load(Ordering::Relaxed);
-    let class = class_name(e.class()).unwrap_or("MPI_ERR_UNKNOWN");
+    let class = class_name(e.class).unwrap_or("MPI_ERR_UNKNOWN");
     crate::param::debug_log(crate::param::DebugLevel::Warn, || {
-        format!("{name} (rank {rank}): {} [{class}]", e.msg())
+        format!("{name} (rank {rank}): {} [{class}]", e.msg)
     });
     if eh == MPI_ERRORS_RETURN {
-        return e.class();
+        return e.class;
     }
     let who = if rank >= 0 {
         format!("rank {rank}")
     } else {
         "before MPI_Init".into()
     };
-    crate::param::say(&format!("ferrocoll: {name} ({who}): {} [{class}]", e.msg()));
+    crate::param::say(&format!("ferrocoll: {name} ({who}): {} [{class}]", e.msg));
     abort_job(rank.max(0) as usize, 1)
 }
 
