@@ -803,9 +803,7 @@ impl Engine {
     }
 
     fn deliver_buffered(&mut self, id: ReqId, u: Unexpected) {
-        let Kind::Recv { buf, .. } = self.req(id).kind else {
-            unreachable!("only receives claim messages")
-        };
+        let buf = self.recv_buf(id);
         let n = u.data.len().min(buf.len());
         buf.write_at(0, &u.data[..n]);
         let status = recv_status(u.src, &u.frame, buf.len());
@@ -1734,8 +1732,8 @@ impl Engine {
         if !matches!(self.rx[src], Rx::Header { got: 0, .. }) || self.posted.is_empty() {
             return None;
         }
-        if let Some(done) = self.take_from_post(src) {
-            return Some(done);
+        if let Some(taken) = self.take_from_post(src) {
+            return taken;
         }
         let mut hdr = [0u8; FRAME_BYTES];
         if !self.links[src].peek(&mut hdr) {
@@ -1747,14 +1745,7 @@ impl Engine {
             .ok()
             .filter(|&l| l <= WHOLE_MAX && FRAME_BYTES + l <= self.links[src].readable())?;
         let id = self.match_posted(src, &frame)?;
-        let Some(Req {
-            kind: Kind::Recv { buf, .. },
-            ..
-        }) = self.reqs[id].as_ref()
-        else {
-            unreachable!("posted requests are receives")
-        };
-        let (buf, link) = (*buf, &mut self.links[src]);
+        let (buf, link) = (self.recv_buf(id), &mut self.links[src]);
         link.read_with(FRAME_BYTES, |_| {});
         let fit = buf.len().min(len);
         let got = buf.fill_at(0, fit, |d| link.read_into(d));
@@ -1766,27 +1757,32 @@ impl Engine {
         Some((FRAME_BYTES + len, true))
     }
 
-    /// `take_whole` for a message that lies whole in the post due on
-    /// `src`'s link: header and body are read where they lie, with one look
-    /// at the post. The general way looks five times (`peek`, `readable`
-    /// and three reads) and copies the header out: 8-byte messages took
-    /// about 270 instructions between the link and the engine's calls.
-    fn take_from_post(&mut self, src: usize) -> Option<(usize, bool)> {
+    /// `take_whole` where the next bytes of `src`'s link are in a post
+    /// (`None` where they are not): a message that lies whole in it is
+    /// read where it lies, header and body, with one look at the post. The
+    /// way through `peek` looks five times (`peek`, `readable` and three
+    /// reads) and copies the header out: 8-byte messages took about 270
+    /// instructions between the link and the engine's calls. `Some(None)`:
+    /// not taken, and that way could not take it either, since it too
+    /// sees only the post's bytes.
+    fn take_from_post(&mut self, src: usize) -> Option<Option<(usize, bool)>> {
         let bytes = self.links[src].post_bytes()?;
-        let frame = Frame::decode(bytes.get(..FRAME_BYTES)?.try_into().ok()?)
-            .filter(|f| f.kind == FrameKind::Eager)?;
-        let len = usize::try_from(frame.len)
-            .ok()
-            .filter(|&l| l <= bytes.len() - FRAME_BYTES)?;
-        let hit = self.find_posted(src, &frame)?;
-        let id = self.posted[hit];
-        let Some(Req {
-            kind: Kind::Recv { buf, .. },
-            ..
-        }) = self.reqs[id].as_ref()
-        else {
-            unreachable!("posted requests are receives")
+        let whole = || {
+            let frame = Frame::decode(bytes.get(..FRAME_BYTES)?.try_into().ok()?)
+                .filter(|f| f.kind == FrameKind::Eager)?;
+            let len = usize::try_from(frame.len)
+                .ok()
+                .filter(|&l| l <= bytes.len() - FRAME_BYTES)?;
+            Some((frame, len))
         };
+        let Some((frame, len)) = whole() else {
+            return Some(None);
+        };
+        let Some(hit) = self.find_posted(src, &frame) else {
+            return Some(None);
+        };
+        let id = self.posted[hit];
+        let buf = self.recv_buf(id);
         let fit = buf.len().min(len);
         // Past the buffer's end the bytes are dropped (truncation is
         // reported in the status).
@@ -1795,11 +1791,21 @@ impl Engine {
             crate::copy::copy(d, body);
             fit
         });
-        let cap = buf.len();
         self.links[src].consume_post(FRAME_BYTES + len);
         self.posted.remove(hit);
-        self.complete(id, recv_status(src, &frame, cap));
-        Some((FRAME_BYTES + len, true))
+        self.complete(id, recv_status(src, &frame, buf.len()));
+        Some(Some((FRAME_BYTES + len, true)))
+    }
+
+    /// The buffer of receive `id`.
+    fn recv_buf(&self, id: ReqId) -> RawBuf {
+        match self.reqs[id].as_ref() {
+            Some(Req {
+                kind: Kind::Recv { buf, .. },
+                ..
+            }) => *buf,
+            _ => unreachable!("a live receive"),
+        }
     }
 
     /// Acts on a header from `src`; `Err` says why it cannot be part of a
@@ -1924,10 +1930,7 @@ impl Engine {
         };
         match target {
             Target::Req(id) => {
-                let Kind::Recv { buf, .. } = self.req(id).kind else {
-                    unreachable!("body targets a receive")
-                };
-                let st = recv_status(src, &frame, buf.len());
+                let st = recv_status(src, &frame, self.recv_buf(id).len());
                 self.complete(id, st);
                 true
             }

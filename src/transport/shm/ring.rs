@@ -216,13 +216,10 @@ impl Ring {
         if m > POSTS_PER_WRITE as u64 {
             return false;
         }
-        let (c, k) = (self.ctrl(), self.posts.get());
-        if k + m - self.freed_seen.get() > POSTS as u64 {
-            self.freed_seen.set(c.freed.load(Ordering::Acquire));
-            if k + m - self.freed_seen.get() > POSTS as u64 {
-                return false;
-            }
+        if !self.posts_free(m) {
+            return false;
         }
+        let (c, k) = (self.ctrl(), self.posts.get());
         let stamp = c.head.load(Ordering::Relaxed);
         for i in 0..m {
             let post = &c.posts[(k + i) as usize % POSTS];
@@ -241,17 +238,26 @@ impl Ring {
         true
     }
 
+    /// Producer: whether the next `m` posts are free, loading `freed` again
+    /// only when the value last seen says they are not.
+    #[inline(always)]
+    fn posts_free(&self, m: u64) -> bool {
+        let k = self.posts.get();
+        if k + m - self.freed_seen.get() > POSTS as u64 {
+            self.freed_seen
+                .set(self.ctrl().freed.load(Ordering::Acquire));
+        }
+        k + m - self.freed_seen.get() <= POSTS as u64
+    }
+
     /// `post` for a write that fits one post, the common case (a header
     /// and a message of up to 208 bytes), without the loop and the split
     /// over posts: about 75 instructions less a message.
     fn post_one(&self, a: &[u8], b: &[u8]) -> bool {
-        let (c, k) = (self.ctrl(), self.posts.get());
-        if k + 1 - self.freed_seen.get() > POSTS as u64 {
-            self.freed_seen.set(c.freed.load(Ordering::Acquire));
-            if k + 1 - self.freed_seen.get() > POSTS as u64 {
-                return false;
-            }
+        if !self.posts_free(1) {
+            return false;
         }
+        let (c, k) = (self.ctrl(), self.posts.get());
         let post = &c.posts[k as usize % POSTS];
         let len = a.len() + b.len();
         // SAFETY: as in `post`: post `k % POSTS` is free and only this
