@@ -13,6 +13,7 @@
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
 //! | `FERROCOLL_RNDV_BYTES` | `65536` | messages from this size wait for the matching receive and land directly in its buffer |
 //! | `FERROCOLL_CACHE_BYTES` | (from sysfs) | bytes of the last-level CPU cache: received messages (and a rank's own block) from half this size, and streamed collective results from four times it, are stored past the cache |
+//! | `FERROCOLL_FAR` | `auto` | how streamed collectives write their chunks into shared memory: `auto`: cached, but past the cache while a rank's own cached writes run slow (this host's cores far apart, see `transport::shm::far`); `on`: always past the cache; `off`: always cached |
 //! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
 //! | `FERROCOLL_NSOCKS` | `1` | TCP sockets per pair of ranks (1-16); a link's bytes are dealt to them in 128 KiB pieces; the dialling rank's value counts |
 //! | `FERROCOLL_SOCKET_SNDBUF` | `524288` | bytes of each TCP socket's send buffer (the kernel doubles it); `0`: the kernel's autotuning |
@@ -77,6 +78,8 @@ pub struct Params {
     pub socket_cc: Option<String>,
     /// `FERROCOLL_BIND`.
     pub bind: crate::bootstrap::bind::Bind,
+    /// `FERROCOLL_FAR`.
+    pub far: crate::transport::shm::far::Mode,
     /// `FERROCOLL_GPU`: NCCL calls on device buffers run (1, the default) or
     /// are refused (0).
     pub gpu: bool,
@@ -162,6 +165,7 @@ impl Params {
                 Some(name) => Some(name.to_string()),
             },
             bind: crate::bootstrap::bind::Bind::parse(get("FERROCOLL_BIND").as_deref()),
+            far: crate::transport::shm::far::Mode::parse(get("FERROCOLL_FAR").as_deref()),
             gpu: get("FERROCOLL_GPU").is_none_or(|v| v.trim() != "0"),
             gpu_staging: get("FERROCOLL_GPU_STAGING_BYTES")
                 .and_then(|v| v.trim().parse::<usize>().ok())

@@ -19,7 +19,10 @@ use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Cal
 use super::{check_send_blocks, even_blocks, split_blocks, Ctx, Reducer};
 use crate::copy::{coll_uncached_from, copy, copy_uncached, llc_bytes, p2p_uncached_from};
 use crate::error::{Error, Result};
+use crate::param::{debug_log, params, DebugLevel};
+use crate::transport::shm::far::{Mode, TIMED_FROM};
 use crate::transport::shm::slots::SLOT_DATA;
+use std::time::{Duration, Instant};
 
 /// Chunks whose input a rank publishes before it folds the first of them
 /// (256 KiB: further ahead, the published chunks leave the 512 KiB L2
@@ -38,22 +41,85 @@ fn put_out(dst: &mut [u8], src: &[u8], uncached: bool) {
     }
 }
 
+/// How this rank fills its slot with one chunk: uncached while its cached
+/// writes run slow (the host's cores far apart, see
+/// `transport::shm::far`), else cached and, where the chunk is long
+/// enough, timed.
+struct Fill {
+    uncached: bool,
+    timed: bool,
+    bytes: usize,
+    took: Duration,
+}
+
+impl Fill {
+    /// Decides how a chunk of `len` bytes goes into the slot.
+    fn new(c: &mut Ctx, len: usize) -> Fill {
+        let (uncached, timed) = match params().far {
+            Mode::On => (true, false),
+            Mode::Off => (false, false),
+            Mode::Auto => {
+                let uncached = c.eng.far.write_uncached(Instant::now);
+                (uncached, !uncached && len >= TIMED_FROM)
+            }
+        };
+        Fill {
+            uncached,
+            timed,
+            bytes: 0,
+            took: Duration::ZERO,
+        }
+    }
+
+    /// Copies `src` into the slot's `d`.
+    fn copy(&mut self, d: &mut [u8], src: &[u8]) {
+        if self.uncached {
+            copy_uncached(d, src);
+        } else if self.timed {
+            let t = Instant::now();
+            copy(d, src);
+            self.took += t.elapsed();
+            self.bytes += src.len();
+        } else {
+            copy(d, src);
+        }
+    }
+
+    /// Records the chunk's timing once it is published.
+    fn done(self, c: &mut Ctx) {
+        if !self.timed || self.bytes < TIMED_FROM {
+            return;
+        }
+        if let Some(far) = c.eng.far.observe(self.bytes, self.took) {
+            debug_log(DebugLevel::Info, || {
+                format!(
+                    "cached slot writes {}: {} bytes in {:?}; chunks now go {}",
+                    if far { "slow" } else { "fast again" },
+                    self.bytes,
+                    self.took,
+                    if far { "uncached" } else { "cached" }
+                )
+            });
+        }
+    }
+}
+
 /// Bytes `copy_twice` copies to both destinations at a time.
 const TWICE_PIECE: usize = 16 * 1024;
 
-/// Copies `src` into the slot `slot` and into the result `out` (uncached
-/// as `put_out` says), a piece at a time, so that `src` is read from
-/// memory once: the second copy of each piece reads it from L1. An
+/// Copies `src` into the slot `slot` (as `fill` says) and into the result
+/// `out` (uncached as `put_out` says), a piece at a time, so that `src` is
+/// read from memory once: the second copy of each piece reads it from L1. An
 /// allgather's own block took two whole-chunk copies before; alternated
 /// 2-rank runs, us, before / after: 2 MiB 75-77 / 71-72, 8 MiB 496-518 /
 /// 474-487 (Open MPI 527-841), 32 MiB alike.
-fn copy_twice(slot: &mut [u8], out: &mut [u8], src: &[u8], uncached: bool) {
+fn copy_twice(slot: &mut [u8], out: &mut [u8], src: &[u8], fill: &mut Fill, uncached: bool) {
     for ((s, d), o) in src
         .chunks(TWICE_PIECE)
         .zip(slot.chunks_mut(TWICE_PIECE))
         .zip(out.chunks_mut(TWICE_PIECE))
     {
-        copy(d, s);
+        fill.copy(d, s);
         put_out(o, s, uncached);
     }
 }
@@ -87,6 +153,28 @@ fn fold_ordered(parts: &[&[u8]], out: &mut [u8], red: &Reducer) {
         for p in rest.iter().rev() {
             red.fold_left(&p[at..end], acc);
         }
+        at = end;
+    }
+}
+
+/// `fold_ordered` into a slot written past the cache (see `Fill`): each
+/// piece is folded on the stack, then stored uncached. An element longer
+/// than a piece is folded in place.
+fn fold_uncached(parts: &[&[u8]], out: &mut [u8], red: &Reducer) {
+    let piece = FOLD_PIECE / red.extent.max(1) * red.extent.max(1);
+    let Some((last, rest)) = parts.split_last().filter(|_| piece > 0) else {
+        return fold_ordered(parts, out, red);
+    };
+    let mut stack = [0u8; FOLD_PIECE];
+    let mut at = 0;
+    while at < out.len() {
+        let end = out.len().min(at + piece);
+        let acc = &mut stack[..end - at];
+        copy(acc, &last[at..end]);
+        for p in rest.iter().rev() {
+            red.fold_left(&p[at..end], acc);
+        }
+        copy_uncached(&mut out[at..end], acc);
         at = end;
     }
 }
@@ -190,6 +278,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
         let input = &send.unwrap_or(recv)[span(k)];
         let (o, l) = blocks(k)[me];
+        let mut fill = Fill::new(c, input.len() - l);
         publish(
             c,
             &first.nth(2 * k as u64),
@@ -197,11 +286,13 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
             false,
             Place::Near,
             |d| {
-                copy(&mut d[..o], &input[..o]);
-                copy(&mut d[o + l..], &input[o + l..]);
+                fill.copy(&mut d[..o], &input[..o]);
+                fill.copy(&mut d[o + l..], &input[o + l..]);
                 Ok(())
             },
-        )
+        )?;
+        fill.done(c);
+        Ok(())
     };
     for k in 0..AHEAD.min(chunks) {
         put(c, k, recv)?;
@@ -226,8 +317,15 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
                     }
                 })
                 .collect();
+            // Folds are not timed (a slow op would read as a far host);
+            // they follow what the copies found.
+            let uncached = Fill::new(c, 0).uncached;
             publish(c, &folded, o + l, false, Place::Near, |d| {
-                fold_ordered(&parts, &mut d[o..], red);
+                if uncached {
+                    fold_uncached(&parts, &mut d[o..], red);
+                } else {
+                    fold_ordered(&parts, &mut d[o..], red);
+                }
                 Ok(())
             })?;
             put_out(
@@ -276,6 +374,7 @@ fn allreduce_whole(
     // the one being folded still hold it).
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| {
         let input = &send.unwrap_or(recv)[span(k)];
+        let mut fill = Fill::new(c, input.len());
         publish(
             c,
             &first.nth(k as u64),
@@ -283,10 +382,12 @@ fn allreduce_whole(
             false,
             Place::Near,
             |d| {
-                copy(d, input);
+                fill.copy(d, input);
                 Ok(())
             },
-        )
+        )?;
+        fill.done(c);
+        Ok(())
     };
     run_ahead(c, chunks, recv, put, |c, k, recv| {
         let call = first.nth(k as u64);
@@ -332,10 +433,12 @@ pub fn reduce(
         for k in 0..chunks {
             let call = first.nth(k as u64);
             let piece = &input[span(k)];
+            let mut fill = Fill::new(c, piece.len());
             publish_quiet(c, &call, piece.len(), false, Place::Near, |d| {
-                copy(d, piece);
+                fill.copy(d, piece);
                 Ok(())
             })?;
+            fill.done(c);
             mark_done(c, &call, false);
         }
         return Ok(());
@@ -433,6 +536,7 @@ pub fn reduce_scatter(
     let at = |j: usize, k: usize| cut.at(j, k);
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| {
         let input = send.unwrap_or(recv);
+        let mut fill = Fill::new(c, (n - 1) * piece);
         publish(
             c,
             &first.nth(k as u64),
@@ -443,11 +547,13 @@ pub fn reduce_scatter(
                 // This rank's own piece is folded straight from its input.
                 for j in (0..n).filter(|&j| j != me) {
                     let (o, l) = at(j, k);
-                    copy(&mut d[j * piece..j * piece + l], &input[o..o + l]);
+                    fill.copy(&mut d[j * piece..j * piece + l], &input[o..o + l]);
                 }
                 Ok(())
             },
-        )
+        )?;
+        fill.done(c);
+        Ok(())
     };
     let uncached = blocks[me].1 >= coll_uncached_from();
     let mut acc = c.scratch(piece);
@@ -499,10 +605,12 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
         let call = first.nth(k as u64);
         if c.rank() == root {
             let piece = &buf[span(k)];
+            let mut fill = Fill::new(c, piece.len());
             publish(c, &call, piece.len(), false, Place::Near, |d| {
-                copy(d, piece);
+                fill.copy(d, piece);
                 Ok(())
             })?;
+            fill.done(c);
         } else {
             wait_flag(c, &call, root)?;
             let dst = &mut buf[span(k)];
@@ -566,13 +674,15 @@ pub fn allgatherv(
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| -> Result<()> {
         let (o, l) = at(me, k);
         let sent = send.map(|s| &s[o - mo..o - mo + l]);
+        let mut fill = Fill::new(c, l);
         publish(c, &first.nth(k as u64), l, false, Place::Near, |d| {
             match sent {
-                Some(s) => copy_twice(d, &mut recv[o..o + l], s, own_uncached),
-                None => copy(d, &recv[o..o + l]),
+                Some(s) => copy_twice(d, &mut recv[o..o + l], s, &mut fill, own_uncached),
+                None => fill.copy(d, &recv[o..o + l]),
             }
             Ok(())
         })?;
+        fill.done(c);
         Ok(())
     };
     run_ahead(c, chunks, recv, put, |c, k, recv| {
@@ -629,6 +739,7 @@ pub fn alltoall(
         (blocks[j].0 + start, piece.min(len - start))
     };
     let put = |c: &mut Ctx, k: usize, _: &mut [u8]| {
+        let mut fill = Fill::new(c, (n - 1) * piece);
         publish(
             c,
             &first.nth(k as u64),
@@ -638,11 +749,13 @@ pub fn alltoall(
             |d| {
                 for j in (0..n).filter(|&j| j != me) {
                     let ((o, l), q) = (at(j, k), pos(me, j));
-                    copy(&mut d[q..q + l], &send[o..o + l]);
+                    fill.copy(&mut d[q..q + l], &send[o..o + l]);
                 }
                 Ok(())
             },
-        )
+        )?;
+        fill.done(c);
+        Ok(())
     };
     // Past the cache once the host's ranks' send and receive buffers
     // together no longer fit it (or, as a message of this size would be):
@@ -676,7 +789,9 @@ mod tests {
     #[test]
     fn copy_twice_fills_both() {
         let src: Vec<u8> = (0..100_003u32).map(|i| (i * 7 + 3) as u8).collect();
-        for uncached in [false, true] {
+        for (slot_uncached, uncached) in
+            [(false, false), (true, false), (false, true), (true, true)]
+        {
             for len in [
                 0,
                 1,
@@ -686,9 +801,54 @@ mod tests {
                 src.len(),
             ] {
                 let (mut slot, mut out) = (vec![0u8; len], vec![0u8; len]);
-                copy_twice(&mut slot, &mut out, &src[..len], uncached);
+                let mut fill = Fill {
+                    uncached: slot_uncached,
+                    timed: !slot_uncached,
+                    bytes: 0,
+                    took: Duration::ZERO,
+                };
+                copy_twice(&mut slot, &mut out, &src[..len], &mut fill, uncached);
+                assert_eq!(fill.bytes, if slot_uncached { 0 } else { len });
                 assert_eq!(slot, src[..len]);
                 assert_eq!(out, src[..len]);
+            }
+        }
+    }
+
+    /// Folds through the stack and stored uncached (a far host's slot, see `Fill`)
+    /// give the bits of folds in place, for elements that divide a piece,
+    /// that do not, and that are longer than one.
+    #[test]
+    fn fold_uncached_as_fold_ordered() {
+        // Not commutative, so the order shows: acc = left * 3 + acc, per byte.
+        let apply = |l: &[u8], a: &mut [u8]| {
+            for (a, l) in a.iter_mut().zip(l) {
+                *a = l.wrapping_mul(3).wrapping_add(*a);
+            }
+        };
+        let parts: Vec<Vec<u8>> = (0..3u32)
+            .map(|p| (0..20_000u32).map(|i| (i * 13 + p * 101) as u8).collect())
+            .collect();
+        for extent in [1, 4, 12, FOLD_PIECE + 8] {
+            let red = Reducer {
+                extent,
+                commutative: false,
+                apply: &apply,
+            };
+            let len = 20_000 / extent * extent;
+            let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..len]).collect();
+            let mut want = vec![0u8; len];
+            fold_ordered(&refs, &mut want, &red);
+            // Checks the order too: p0 op (p1 op p2).
+            let mut by_hand = parts[2][..len].to_vec();
+            apply(&parts[1][..len], &mut by_hand);
+            apply(&parts[0][..len], &mut by_hand);
+            assert_eq!(want, by_hand, "extent {extent}");
+            // Odd offsets, so the stores start unaligned.
+            for skew in [0, 1, 8] {
+                let mut got = vec![0u8; len + skew];
+                fold_uncached(&refs, &mut got[skew..], &red);
+                assert_eq!(got[skew..], want[..], "extent {extent}, skew {skew}");
             }
         }
     }

@@ -222,6 +222,9 @@ pub struct Engine {
     pub draining: Vec<(usize, Arc<[usize]>, u64)>,
     /// Highest slot call number this rank has used on any area.
     pub slot_epoch: u64,
+    /// This rank's part in telling whether the host's cores sit far apart
+    /// (`transport::shm::far`).
+    pub far: crate::transport::shm::far::Watch,
     /// Buffers of delivered unexpected messages, for reuse.
     spare: Vec<Vec<u8>>,
     /// Messages to other ranks of at least this many bytes wait until the
@@ -460,6 +463,7 @@ impl Engine {
             areas_free: ((1u64 << AREAS) - 1) & !1,
             draining: Vec::new(),
             slot_epoch: 0,
+            far: Default::default(),
             spare: Vec::new(),
             rndv_min: params().rndv_min,
             tcp: None,

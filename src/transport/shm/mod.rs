@@ -1,6 +1,7 @@
 //! Shared-memory transport: the job segment, SPSC byte rings, collective
-//! slots and futex doorbells. The only module besides `ffi/` that touches raw memory.
+//! slots, futex doorbells and the far state of the host's cores. The only module besides `ffi/` that touches raw memory.
 
+pub mod far;
 pub mod futex;
 pub mod ring;
 pub mod segment;
