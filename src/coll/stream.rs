@@ -43,8 +43,8 @@ fn put_out(dst: &mut [u8], src: &[u8], uncached: bool) {
 
 /// How this rank fills its slot with one chunk: uncached while its cached
 /// writes run slow (the host's cores far apart, see
-/// `transport::shm::far`), else cached and, where the chunk is long
-/// enough, timed.
+/// `transport::shm::far`), else cached and timed (a chunk long enough to
+/// tell counts, in `done`).
 struct Fill {
     uncached: bool,
     timed: bool,
@@ -53,14 +53,14 @@ struct Fill {
 }
 
 impl Fill {
-    /// Decides how a chunk of `len` bytes goes into the slot.
-    fn new(c: &mut Ctx, len: usize) -> Fill {
+    /// Decides how the next chunk goes into the slot.
+    fn new(c: &mut Ctx) -> Fill {
         let (uncached, timed) = match params().far {
             Mode::On => (true, false),
             Mode::Off => (false, false),
             Mode::Auto => {
                 let uncached = c.eng.far.write_uncached(Instant::now);
-                (uncached, !uncached && len >= TIMED_FROM)
+                (uncached, !uncached)
             }
         };
         Fill {
@@ -82,6 +82,17 @@ impl Fill {
             self.bytes += src.len();
         } else {
             copy(d, src);
+        }
+    }
+
+    /// Whether a fold goes into the slot uncached: as the copies last
+    /// found, without taking a probe (a fold is not timed, since a slow op
+    /// would read as a far host).
+    fn fold_uncached(c: &Ctx) -> bool {
+        match params().far {
+            Mode::On => true,
+            Mode::Off => false,
+            Mode::Auto => c.eng.far.far(),
         }
     }
 
@@ -278,7 +289,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     let put = |c: &mut Ctx, k: usize, recv: &[u8]| {
         let input = &send.unwrap_or(recv)[span(k)];
         let (o, l) = blocks(k)[me];
-        let mut fill = Fill::new(c, input.len() - l);
+        let mut fill = Fill::new(c);
         publish(
             c,
             &first.nth(2 * k as u64),
@@ -317,9 +328,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
                     }
                 })
                 .collect();
-            // Folds are not timed (a slow op would read as a far host);
-            // they follow what the copies found.
-            let uncached = Fill::new(c, 0).uncached;
+            let uncached = Fill::fold_uncached(c);
             publish(c, &folded, o + l, false, Place::Near, |d| {
                 if uncached {
                     fold_uncached(&parts, &mut d[o..], red);
@@ -374,7 +383,7 @@ fn allreduce_whole(
     // the one being folded still hold it).
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| {
         let input = &send.unwrap_or(recv)[span(k)];
-        let mut fill = Fill::new(c, input.len());
+        let mut fill = Fill::new(c);
         publish(
             c,
             &first.nth(k as u64),
@@ -433,7 +442,7 @@ pub fn reduce(
         for k in 0..chunks {
             let call = first.nth(k as u64);
             let piece = &input[span(k)];
-            let mut fill = Fill::new(c, piece.len());
+            let mut fill = Fill::new(c);
             publish_quiet(c, &call, piece.len(), false, Place::Near, |d| {
                 fill.copy(d, piece);
                 Ok(())
@@ -536,7 +545,7 @@ pub fn reduce_scatter(
     let at = |j: usize, k: usize| cut.at(j, k);
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| {
         let input = send.unwrap_or(recv);
-        let mut fill = Fill::new(c, (n - 1) * piece);
+        let mut fill = Fill::new(c);
         publish(
             c,
             &first.nth(k as u64),
@@ -605,7 +614,7 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
         let call = first.nth(k as u64);
         if c.rank() == root {
             let piece = &buf[span(k)];
-            let mut fill = Fill::new(c, piece.len());
+            let mut fill = Fill::new(c);
             publish(c, &call, piece.len(), false, Place::Near, |d| {
                 fill.copy(d, piece);
                 Ok(())
@@ -674,7 +683,7 @@ pub fn allgatherv(
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| -> Result<()> {
         let (o, l) = at(me, k);
         let sent = send.map(|s| &s[o - mo..o - mo + l]);
-        let mut fill = Fill::new(c, l);
+        let mut fill = Fill::new(c);
         publish(c, &first.nth(k as u64), l, false, Place::Near, |d| {
             match sent {
                 Some(s) => copy_twice(d, &mut recv[o..o + l], s, &mut fill, own_uncached),
@@ -739,7 +748,7 @@ pub fn alltoall(
         (blocks[j].0 + start, piece.min(len - start))
     };
     let put = |c: &mut Ctx, k: usize, _: &mut [u8]| {
-        let mut fill = Fill::new(c, (n - 1) * piece);
+        let mut fill = Fill::new(c);
         publish(
             c,
             &first.nth(k as u64),
@@ -815,9 +824,9 @@ mod tests {
         }
     }
 
-    /// Folds through the stack and stored uncached (a far host's slot, see `Fill`)
-    /// give the bits of folds in place, for elements that divide a piece,
-    /// that do not, and that are longer than one.
+    /// Folds through the stack and stored uncached (a far host's slot, see
+    /// `Fill`) give the bits of folds in place, for elements that divide a
+    /// piece, that do not, and that are longer than one.
     #[test]
     fn fold_uncached_as_fold_ordered() {
         // Not commutative, so the order shows: acc = left * 3 + acc, per byte.

@@ -77,6 +77,12 @@ pub struct Watch {
 }
 
 impl Watch {
+    /// Whether this rank sees the cores far apart now (it writes uncached,
+    /// probes aside).
+    pub fn far(&self) -> bool {
+        self.far
+    }
+
     /// Whether this rank writes its next chunk uncached; `now` is read only
     /// while it sees the cores far apart.
     pub fn write_uncached(&mut self, now: impl FnOnce() -> Instant) -> bool {
@@ -181,7 +187,9 @@ mod tests {
         assert_eq!(w.observe(CHUNK, SLOW), None, "still far");
         assert!(w.write_uncached(|| t0 + PROBE_EVERY + PROBE_EVERY / 2));
         assert!(!w.write_uncached(|| t0 + 2 * PROBE_EVERY + PROBE_EVERY / 2));
+        assert!(w.far(), "probes leave it far");
         assert_eq!(w.observe(CHUNK, FAST), Some(false));
+        assert!(!w.far());
         assert!(!w.write_uncached(|| unreachable!("near again")));
         // Far again later: the interval starts over.
         for _ in 0..3 {
