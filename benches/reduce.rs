@@ -57,7 +57,7 @@ fn shm_ring(c: &mut Criterion) {
                     s.spawn(move || {
                         let mut off = 0;
                         while off < bytes {
-                            off += tx.write_some(&data[off..]);
+                            off += tx.write_some(&data[off..], false);
                         }
                     });
                     let mut off = 0;

@@ -19,8 +19,8 @@ use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Cal
 use super::{check_send_blocks, even_blocks, split_blocks, Ctx, Reducer};
 use crate::copy::{coll_uncached_from, copy, copy_uncached, llc_bytes, p2p_uncached_from};
 use crate::error::{Error, Result};
-use crate::param::{debug_log, params, DebugLevel};
-use crate::transport::shm::far::{Mode, TIMED_FROM};
+use crate::param::params;
+use crate::transport::shm::far::{Mode, Plan};
 use crate::transport::shm::slots::SLOT_DATA;
 use std::time::{Duration, Instant};
 
@@ -46,8 +46,7 @@ fn put_out(dst: &mut [u8], src: &[u8], uncached: bool) {
 /// `transport::shm::far`), else cached and timed (a chunk long enough to
 /// tell counts, in `done`).
 struct Fill {
-    uncached: bool,
-    timed: bool,
+    plan: Plan,
     bytes: usize,
     took: Duration,
 }
@@ -55,17 +54,8 @@ struct Fill {
 impl Fill {
     /// Decides how the next chunk goes into the slot.
     fn new(c: &mut Ctx) -> Fill {
-        let (uncached, timed) = match params().far {
-            Mode::On => (true, false),
-            Mode::Off => (false, false),
-            Mode::Auto => {
-                let uncached = c.eng.far.write_uncached(Instant::now);
-                (uncached, !uncached)
-            }
-        };
         Fill {
-            uncached,
-            timed,
+            plan: c.eng.far.plan(params().far),
             bytes: 0,
             took: Duration::ZERO,
         }
@@ -73,9 +63,9 @@ impl Fill {
 
     /// Copies `src` into the slot's `d`.
     fn copy(&mut self, d: &mut [u8], src: &[u8]) {
-        if self.uncached {
+        if self.plan.uncached {
             copy_uncached(d, src);
-        } else if self.timed {
+        } else if self.plan.timed {
             let t = Instant::now();
             copy(d, src);
             self.took += t.elapsed();
@@ -98,19 +88,8 @@ impl Fill {
 
     /// Records the chunk's timing once it is published.
     fn done(self, c: &mut Ctx) {
-        if !self.timed || self.bytes < TIMED_FROM {
-            return;
-        }
-        if let Some(far) = c.eng.far.observe(self.bytes, self.took) {
-            debug_log(DebugLevel::Info, || {
-                format!(
-                    "cached slot writes {}: {} bytes in {:?}; chunks now go {}",
-                    if far { "slow" } else { "fast again" },
-                    self.bytes,
-                    self.took,
-                    if far { "uncached" } else { "cached" }
-                )
-            });
+        if self.plan.timed {
+            c.eng.far.record("slot chunks", self.bytes, self.took);
         }
     }
 }
@@ -811,8 +790,10 @@ mod tests {
             ] {
                 let (mut slot, mut out) = (vec![0u8; len], vec![0u8; len]);
                 let mut fill = Fill {
-                    uncached: slot_uncached,
-                    timed: !slot_uncached,
+                    plan: Plan {
+                        uncached: slot_uncached,
+                        timed: !slot_uncached,
+                    },
                     bytes: 0,
                     took: Duration::ZERO,
                 };

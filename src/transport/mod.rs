@@ -29,15 +29,16 @@ pub enum Link {
 
 impl Link {
     /// Takes as much of `a`, then `b`, as the link accepts now; returns
-    /// the bytes taken.
-    pub fn write_parts(&mut self, a: &[u8], b: &[u8]) -> usize {
+    /// the bytes taken. `uncached`: shared memory gets `b` past the cache
+    /// (`shm::far`).
+    pub fn write_parts(&mut self, a: &[u8], b: &[u8], uncached: bool) -> usize {
         match self {
             Link::Shm { tx, .. } => {
-                let n = tx.write_some(a);
+                let n = tx.write_some(a, false);
                 if n < a.len() {
                     return n;
                 }
-                n + tx.write_some(b)
+                n + tx.write_some(b, uncached)
             }
             Link::SelfLoop(q) => {
                 q.extend(a);
@@ -48,10 +49,11 @@ impl Link {
         }
     }
 
-    /// Writes `a` then `b` as one unit if the link has room for both now.
-    pub fn write_both(&mut self, a: &[u8], b: &[u8]) -> bool {
+    /// Writes `a` then `b` as one unit if the link has room for both now;
+    /// `uncached` as for `write_parts`.
+    pub fn write_both(&mut self, a: &[u8], b: &[u8], uncached: bool) -> bool {
         match self {
-            Link::Shm { tx, .. } => tx.write_both(a, b),
+            Link::Shm { tx, .. } => tx.write_both(a, b, uncached),
             Link::Tcp(t) => t.write_both(a, b),
             Link::SelfLoop(q) => {
                 q.extend(a);
@@ -148,6 +150,11 @@ impl Link {
     /// `readable` first).
     pub fn reads_directly(&self) -> bool {
         matches!(self, Link::Tcp(_))
+    }
+
+    /// Whether writes go to shared memory (where `uncached` counts).
+    pub fn is_shm(&self) -> bool {
+        matches!(self, Link::Shm { .. })
     }
 
     /// Whether bytes written here are seen by another process (so the

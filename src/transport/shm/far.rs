@@ -21,7 +21,12 @@
 //! slow ones in a row make it write uncached; while it does, one chunk
 //! every `PROBE_EVERY` goes cached and timed, and a fast one turns it back.
 //! Each rank decides for itself: no rank waits for another's verdict.
+//! Messages through the rings (from `TIMED_FROM` bytes) follow the same
+//! watch (`comm::engine::write_watched`): their writer rewrites ring lines
+//! the receiver has read, and slowed down even more (pingpong 1 MiB 35 us
+//! in the usual state, 420-470 us far, 66-73 us far and uncached).
 
+use crate::param::{debug_log, DebugLevel};
 use std::time::{Duration, Instant};
 
 /// Chunks shorter than this are not timed: their copy is too short to
@@ -66,6 +71,15 @@ impl Mode {
     }
 }
 
+/// How one write into shared memory goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Past the cache.
+    pub uncached: bool,
+    /// Cached and timed, for `Watch::record`.
+    pub timed: bool,
+}
+
 /// One rank's view: whether it writes uncached, its run of slow cached
 /// writes, and its last probe.
 #[derive(Debug, Default)]
@@ -81,6 +95,48 @@ impl Watch {
     /// probes aside).
     pub fn far(&self) -> bool {
         self.far
+    }
+
+    /// How the next write goes under `mode`: in `Auto`, uncached while far
+    /// (probes aside), else cached and timed.
+    pub fn plan(&mut self, mode: Mode) -> Plan {
+        let uncached = match mode {
+            Mode::On => {
+                return Plan {
+                    uncached: true,
+                    timed: false,
+                }
+            }
+            Mode::Off => {
+                return Plan {
+                    uncached: false,
+                    timed: false,
+                }
+            }
+            Mode::Auto => self.write_uncached(Instant::now),
+        };
+        Plan {
+            uncached,
+            timed: !uncached,
+        }
+    }
+
+    /// Records a cached write of `bytes` that took `took` (one shorter
+    /// than `TIMED_FROM` tells nothing and is ignored), and logs a change
+    /// of state; `what` names the writes.
+    pub fn record(&mut self, what: &str, bytes: usize, took: Duration) {
+        if bytes < TIMED_FROM {
+            return;
+        }
+        if let Some(far) = self.observe(bytes, took) {
+            debug_log(DebugLevel::Info, || {
+                format!(
+                    "cached writes of {what} {}: {bytes} bytes in {took:?}; they now go {}",
+                    if far { "slow" } else { "fast again" },
+                    if far { "uncached" } else { "cached" }
+                )
+            });
+        }
     }
 
     /// Whether this rank writes its next chunk uncached; `now` is read only
@@ -171,6 +227,39 @@ mod tests {
         w.observe(CHUNK / 4, at(4_500));
         w.observe(CHUNK / 4, at(4_500));
         assert_eq!(w.observe(CHUNK / 4, at(4_500)), Some(true));
+    }
+
+    /// `plan` follows the mode; `record` ignores writes too short to tell.
+    #[test]
+    fn plans_follow_the_mode_and_short_writes_are_ignored() {
+        let mut w = Watch::default();
+        let (cached, uncached, timed) = (
+            Plan {
+                uncached: false,
+                timed: false,
+            },
+            Plan {
+                uncached: true,
+                timed: false,
+            },
+            Plan {
+                uncached: false,
+                timed: true,
+            },
+        );
+        assert_eq!(w.plan(Mode::On), uncached);
+        assert_eq!(w.plan(Mode::Off), cached);
+        assert_eq!(w.plan(Mode::Auto), timed);
+        for _ in 0..10 {
+            w.record("test", TIMED_FROM - 1, SLOW);
+        }
+        assert!(!w.far(), "short writes tell nothing");
+        for _ in 0..3 {
+            w.record("test", TIMED_FROM, SLOW * 16);
+        }
+        assert!(w.far());
+        assert_eq!(w.plan(Mode::Auto), uncached, "far: uncached");
+        assert_eq!(w.plan(Mode::Off), cached, "the mode wins");
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //! several posts, one post / up to five: 256 B 0.615/0.206 (0.142), 512 B
 //! 0.300/0.255 (0.229), 1 KiB 0.367/0.270 (0.246).
 
-use crate::copy::copy;
+use crate::copy::{copy, copy_uncached};
 use crossbeam::utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -274,10 +274,11 @@ impl Ring {
         true
     }
 
-    /// Producer: copies as much of `src` as fits; returns the bytes written.
+    /// Producer: copies as much of `src` as fits (past the cache if
+    /// `uncached`, see `transport::shm::far`); returns the bytes written.
     /// Publishes every `CHUNK` bytes, so the consumer copies out one chunk
     /// while the producer copies in the next.
-    pub fn write_some(&self, src: &[u8]) -> usize {
+    pub fn write_some(&self, src: &[u8], uncached: bool) -> usize {
         let mut done = 0;
         loop {
             let want = (src.len() - done).min(CHUNK);
@@ -286,7 +287,7 @@ impl Ring {
                 return done;
             }
             let head = self.ctrl().head.load(Ordering::Relaxed);
-            self.put(head, &src[done..done + n]);
+            self.put(head, &src[done..done + n], uncached);
             self.ctrl().head.store(head + n as u64, Ordering::Release);
             done += n;
         }
@@ -294,8 +295,9 @@ impl Ring {
 
     /// Producer: writes `a` then `b` and publishes them together, if both
     /// fit (in a post, else in the ring); the consumer sees a small message
-    /// whole at its first look.
-    pub fn write_both(&self, a: &[u8], b: &[u8]) -> bool {
+    /// whole at its first look. `uncached` as for `write_some` (posts
+    /// are always written cached: the consumer reads them at once).
+    pub fn write_both(&self, a: &[u8], b: &[u8], uncached: bool) -> bool {
         if self.post(a, b) {
             return true;
         }
@@ -303,8 +305,8 @@ impl Ring {
             return false;
         }
         let head = self.ctrl().head.load(Ordering::Relaxed);
-        self.put(head, a);
-        self.put(head + a.len() as u64, b);
+        self.put(head, a, false);
+        self.put(head + a.len() as u64, b, uncached);
         self.ctrl()
             .head
             .store(head + (a.len() + b.len()) as u64, Ordering::Release);
@@ -312,9 +314,10 @@ impl Ring {
     }
 
     /// Copies `src` to stream position `pos` (not yet published; the caller
-    /// checked it fits in the free space).
-    fn put(&self, pos: u64, src: &[u8]) {
+    /// checked it fits in the free space), past the cache if `uncached`.
+    fn put(&self, pos: u64, src: &[u8], uncached: bool) {
         let n = src.len();
+        let copy = if uncached { copy_uncached } else { copy };
         let at = (pos % self.cap as u64) as usize;
         let first = n.min(self.cap - at);
         // SAFETY: [at, at+first) and [0, n-first) lie inside the data area and
@@ -502,7 +505,7 @@ mod tests {
             let chunk: Vec<u8> = (0..(round % 50) as u8)
                 .map(|i| next_w.wrapping_add(i))
                 .collect();
-            let n = tx.write_some(&chunk);
+            let n = tx.write_some(&chunk, false);
             next_w = next_w.wrapping_add(n as u8);
             let mut out = vec![0u8; (round * 7) % 40];
             let m = rx.read_some(&mut out);
@@ -535,12 +538,12 @@ mod tests {
             });
             let bytes: Vec<u8> = (0..len).map(|i| (sent.len() + i) as u8).collect();
             if bulk {
-                let n = tx.write_some(&bytes);
+                let n = tx.write_some(&bytes, false);
                 sent.extend_from_slice(&bytes[..n]);
             } else {
                 let (a, b) = bytes.split_at(len.min(32));
                 let before = tx.posts.get();
-                if tx.write_both(a, b) {
+                if tx.write_both(a, b, false) {
                     sent.extend_from_slice(&bytes);
                 }
                 posted += tx.posts.get() - before;
@@ -592,15 +595,19 @@ mod tests {
                 let mut sent = 0usize;
                 while sent < total {
                     let bulk = rng.below(4) == 0;
+                    // Bulk writes long enough to go past the cache
+                    // (`copy_uncached` from 4 KiB) when `uncached`.
+                    let uncached = rng.below(2) == 0;
                     let len = rng.below(if bulk {
-                        3000
+                        9000
                     } else {
                         POSTS_PER_WRITE * POST_BYTES + 1
                     });
                     let bytes: Vec<u8> = (0..len).map(|i| ((sent + i) % 251) as u8).collect();
                     if bulk {
-                        sent += tx.write_some(&bytes);
-                    } else if tx.write_both(&bytes[..len.min(32)], &bytes[len.min(32)..]) {
+                        sent += tx.write_some(&bytes, uncached);
+                    } else if tx.write_both(&bytes[..len.min(32)], &bytes[len.min(32)..], uncached)
+                    {
                         sent += len;
                     }
                 }
@@ -626,7 +633,7 @@ mod tests {
         let mut mem = memory(cap);
         let (tx, rx) = pair(&mut mem, cap);
         let data: Vec<u8> = (0..3 * CHUNK).map(|i| (i % 251) as u8).collect();
-        assert_eq!(tx.write_some(&data), data.len());
+        assert_eq!(tx.write_some(&data, false), data.len());
         let (mut free_seen, mut got) = (Vec::new(), Vec::new());
         let n = rx.read_with(usize::MAX, |s| {
             free_seen.push(tx.writable());
