@@ -100,24 +100,22 @@ impl Watch {
     /// How the next write goes under `mode`: in `Auto`, uncached while far
     /// (probes aside), else cached and timed.
     pub fn plan(&mut self, mode: Mode) -> Plan {
-        let uncached = match mode {
-            Mode::On => {
-                return Plan {
-                    uncached: true,
-                    timed: false,
+        match mode {
+            Mode::On => Plan {
+                uncached: true,
+                timed: false,
+            },
+            Mode::Off => Plan {
+                uncached: false,
+                timed: false,
+            },
+            Mode::Auto => {
+                let uncached = self.write_uncached(Instant::now);
+                Plan {
+                    uncached,
+                    timed: !uncached,
                 }
             }
-            Mode::Off => {
-                return Plan {
-                    uncached: false,
-                    timed: false,
-                }
-            }
-            Mode::Auto => self.write_uncached(Instant::now),
-        };
-        Plan {
-            uncached,
-            timed: !uncached,
         }
     }
 
