@@ -88,6 +88,9 @@ pub struct Watch {
     slow_in_row: u8,
     /// When this rank last wrote a chunk cached while far.
     probed: Option<Instant>,
+    /// Bytes of the timed writes `record` took into account.
+    #[cfg(test)]
+    pub recorded: usize,
 }
 
 impl Watch {
@@ -125,6 +128,10 @@ impl Watch {
     pub fn record(&mut self, what: &str, bytes: usize, took: Duration) {
         if bytes < TIMED_FROM {
             return;
+        }
+        #[cfg(test)]
+        {
+            self.recorded += bytes;
         }
         if let Some(far) = self.observe(bytes, took) {
             debug_log(DebugLevel::Info, || {
