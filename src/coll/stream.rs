@@ -20,7 +20,7 @@ use super::{check_send_blocks, even_blocks, split_blocks, Ctx, Reducer};
 use crate::copy::{coll_uncached_from, copy, copy_uncached, llc_bytes, p2p_uncached_from};
 use crate::error::{Error, Result};
 use crate::param::params;
-use crate::transport::shm::far::{Mode, Plan};
+use crate::transport::shm::far::Plan;
 use crate::transport::shm::slots::SLOT_DATA;
 use std::time::{Duration, Instant};
 
@@ -79,11 +79,7 @@ impl Fill {
     /// found, without taking a probe (a fold is not timed, since a slow op
     /// would read as a far host).
     fn fold_uncached(c: &Ctx) -> bool {
-        match params().far {
-            Mode::On => true,
-            Mode::Off => false,
-            Mode::Auto => c.eng.far.far(),
-        }
+        c.eng.far.uncached(params().far)
     }
 
     /// Records the chunk's timing once it is published.

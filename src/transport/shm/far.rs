@@ -100,6 +100,16 @@ impl Watch {
         self.far
     }
 
+    /// Whether writes go uncached under `mode` as this rank last found,
+    /// without taking a probe (for writes that are never timed).
+    pub fn uncached(&self, mode: Mode) -> bool {
+        match mode {
+            Mode::On => true,
+            Mode::Off => false,
+            Mode::Auto => self.far,
+        }
+    }
+
     /// How the next write goes under `mode`: in `Auto`, uncached while far
     /// (probes aside), else cached and timed.
     pub fn plan(&mut self, mode: Mode) -> Plan {
@@ -146,7 +156,7 @@ impl Watch {
 
     /// Whether this rank writes its next chunk uncached; `now` is read only
     /// while it sees the cores far apart.
-    pub fn write_uncached(&mut self, now: impl FnOnce() -> Instant) -> bool {
+    fn write_uncached(&mut self, now: impl FnOnce() -> Instant) -> bool {
         if !self.far {
             return false;
         }
@@ -163,7 +173,7 @@ impl Watch {
 
     /// Records that a cached write of `bytes` took `took`; returns the new
     /// state (true: far) where it changes.
-    pub fn observe(&mut self, bytes: usize, took: Duration) -> Option<bool> {
+    fn observe(&mut self, bytes: usize, took: Duration) -> Option<bool> {
         let slow = (bytes as u128) * 1_000_000_000 < SLOW_BELOW * took.as_nanos();
         self.slow_in_row = if slow {
             self.slow_in_row.saturating_add(1)
