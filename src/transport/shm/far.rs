@@ -18,8 +18,9 @@
 //!
 //! Software prefetch by the reader and `clwb` after cached writes did not
 //! help in the far state. So a rank times its cached chunk writes, and three
-//! slow ones in a row make it write uncached; while it does, one chunk
-//! every `PROBE_EVERY` goes cached and timed, and a fast one turns it back.
+//! slow ones in a row (that met no page fault and kept their core) make it
+//! write uncached; while it does, one chunk every `PROBE_EVERY` goes cached
+//! and timed, and a fast one turns it back.
 //! Each rank decides for itself: no rank waits for another's verdict.
 //! Messages through the rings (from `TIMED_FROM` bytes) follow the same
 //! watch (`comm::engine::write_watched`): their writer rewrites ring lines
@@ -42,6 +43,10 @@ const SLOW_BELOW: u128 = 4_000_000_000;
 
 /// Slow chunks in a row that turn uncached writes on: one alone may be a
 /// writer that lost its core or met a page fault in the middle of a copy.
+/// Only chunks that met neither count (`interruptions`): a rank's first
+/// writes into pages it has not touched yet (a new ring lap, slots a size
+/// has not used) take a page fault each, 16 KiB in 13-16 us, and a run of
+/// them alone had turned ranks far in the usual state.
 const SLOW_IN_ROW: u8 = 3;
 
 /// While writing uncached, a rank writes one chunk cached this often.
@@ -86,6 +91,8 @@ pub struct Plan {
 pub struct Watch {
     far: bool,
     slow_in_row: u8,
+    /// `interruptions()` at the last slow write seen while near.
+    interrupted: Option<u64>,
     /// When this rank last wrote a chunk cached while far.
     probed: Option<Instant>,
     /// Bytes of the timed writes `record` took into account.
@@ -143,7 +150,7 @@ impl Watch {
         {
             self.recorded += bytes;
         }
-        if let Some(far) = self.observe(bytes, took) {
+        if let Some(far) = self.observe(bytes, took, interruptions) {
             debug_log(DebugLevel::Info, || {
                 format!(
                     "cached writes of {what} {}: {bytes} bytes in {took:?}; they now go {}",
@@ -172,26 +179,56 @@ impl Watch {
     }
 
     /// Records that a cached write of `bytes` took `took`; returns the new
-    /// state (true: far) where it changes.
-    fn observe(&mut self, bytes: usize, took: Duration) -> Option<bool> {
+    /// state (true: far) where it changes. A slow write while near counts
+    /// only if `interrupts` (read then) says the thread met no page fault
+    /// and lost no core since the last slow write; one that did restarts
+    /// the run.
+    fn observe(
+        &mut self,
+        bytes: usize,
+        took: Duration,
+        interrupts: impl FnOnce() -> u64,
+    ) -> Option<bool> {
         let slow = (bytes as u128) * 1_000_000_000 < SLOW_BELOW * took.as_nanos();
-        self.slow_in_row = if slow {
-            self.slow_in_row.saturating_add(1)
-        } else {
-            0
-        };
         let far = if self.far {
             slow
-        } else {
+        } else if slow {
+            let now = interrupts();
+            let clean = self.interrupted.replace(now) == Some(now);
+            self.slow_in_row = if clean {
+                self.slow_in_row.saturating_add(1)
+            } else {
+                0
+            };
             self.slow_in_row >= SLOW_IN_ROW
+        } else {
+            self.slow_in_row = 0;
+            false
         };
         if far == self.far {
             return None;
         }
         self.far = far;
         self.probed = None;
+        self.slow_in_row = 0;
         Some(far)
     }
+}
+
+/// Page faults and involuntary context switches of the calling thread so
+/// far (0 where the kernel cannot say: every slow write then counts).
+fn interruptions() -> u64 {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the one rusage that `ru` holds.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) } != 0 {
+        return 0;
+    }
+    // SAFETY: zeroed, then filled by the kernel: every field is plain data.
+    let ru = unsafe { ru.assume_init() };
+    [ru.ru_minflt, ru.ru_majflt, ru.ru_nivcsw]
+        .iter()
+        .map(|&n| n as u64)
+        .sum()
 }
 
 #[cfg(test)]
@@ -209,21 +246,32 @@ mod tests {
     const CHUNK: usize = 64 * 1024;
     const FAST: Duration = Duration::from_micros(4);
     const SLOW: Duration = Duration::from_micros(25);
+    /// A thread that meets no page fault and keeps its core.
+    const QUIET: fn() -> u64 = || 0;
+
+    /// Turns `w` far with uninterrupted slow chunks (a first one to read
+    /// the thread's interruptions, then three in a row).
+    fn turn_far(w: &mut Watch) {
+        assert!((0..4).any(|_| w.observe(CHUNK, SLOW, QUIET) == Some(true)));
+        assert!(w.far());
+    }
 
     #[test]
-    fn two_slow_writes_in_a_row_turn_far_and_one_fast_turns_back() {
+    fn three_slow_writes_in_a_row_turn_far_and_one_fast_turns_back() {
         let mut w = Watch::default();
-        assert_eq!(w.observe(CHUNK, FAST), None);
-        assert_eq!(w.observe(CHUNK, SLOW), None);
-        assert_eq!(w.observe(CHUNK, FAST), None, "the run starts over");
-        assert_eq!(w.observe(CHUNK, SLOW), None);
-        assert_eq!(w.observe(CHUNK, SLOW), None);
-        assert_eq!(w.observe(CHUNK, SLOW), Some(true));
+        assert_eq!(w.observe(CHUNK, FAST, QUIET), None);
+        // The first slow write only reads the thread's interruptions.
+        assert_eq!(w.observe(CHUNK, SLOW, QUIET), None);
+        assert_eq!(w.observe(CHUNK, SLOW, QUIET), None);
+        assert_eq!(w.observe(CHUNK, FAST, QUIET), None, "the run starts over");
+        assert_eq!(w.observe(CHUNK, SLOW, QUIET), None);
+        assert_eq!(w.observe(CHUNK, SLOW, QUIET), None);
+        assert_eq!(w.observe(CHUNK, SLOW, QUIET), Some(true));
         // A slow probe keeps it far; a fast one turns it back at once.
-        assert_eq!(w.observe(CHUNK, SLOW), None);
-        assert_eq!(w.observe(CHUNK, FAST), Some(false));
-        assert_eq!(w.observe(CHUNK, SLOW), None);
-        assert_eq!(w.observe(CHUNK, FAST), None);
+        assert_eq!(w.observe(CHUNK, SLOW, QUIET), None);
+        assert_eq!(w.observe(CHUNK, FAST, QUIET), Some(false));
+        assert_eq!(w.observe(CHUNK, SLOW, QUIET), None);
+        assert_eq!(w.observe(CHUNK, FAST, QUIET), None);
     }
 
     #[test]
@@ -232,16 +280,66 @@ mod tests {
         // 4 GB/s is 16.38 us for 64 KiB.
         let at = Duration::from_nanos;
         for _ in 0..4 {
-            assert_eq!(w.observe(CHUNK, at(16_300)), None);
+            assert_eq!(w.observe(CHUNK, at(16_300), QUIET), None);
         }
-        assert_eq!(w.observe(CHUNK, at(16_500)), None);
-        assert_eq!(w.observe(CHUNK, at(16_500)), None);
-        assert_eq!(w.observe(CHUNK, at(16_500)), Some(true));
-        assert_eq!(w.observe(CHUNK, at(16_300)), Some(false));
+        for _ in 0..3 {
+            assert_eq!(w.observe(CHUNK, at(16_500), QUIET), None);
+        }
+        assert_eq!(w.observe(CHUNK, at(16_500), QUIET), Some(true));
+        assert_eq!(w.observe(CHUNK, at(16_300), QUIET), Some(false));
         // Shorter chunks by their rate: 16 KiB in 4.5 us is 3.6 GB/s.
-        w.observe(CHUNK / 4, at(4_500));
-        w.observe(CHUNK / 4, at(4_500));
-        assert_eq!(w.observe(CHUNK / 4, at(4_500)), Some(true));
+        w.observe(CHUNK / 4, at(4_500), QUIET);
+        w.observe(CHUNK / 4, at(4_500), QUIET);
+        assert_eq!(w.observe(CHUNK / 4, at(4_500), QUIET), Some(true));
+    }
+
+    /// Slow writes during which the thread met a page fault or lost its
+    /// core (the count `interrupts` reads went up since the last slow
+    /// write) do not count, and restart the run; interruptions between
+    /// slow writes, fast ones or none in between, count against the next.
+    #[test]
+    fn interrupted_slow_writes_do_not_count() {
+        let mut w = Watch::default();
+        let count = std::cell::Cell::new(0u64);
+        let faulting = || {
+            count.set(count.get() + 4);
+            count.get()
+        };
+        for _ in 0..100 {
+            assert_eq!(w.observe(TIMED_FROM, SLOW, faulting), None, "fresh pages");
+        }
+        let still = || count.get();
+        assert_eq!(w.observe(CHUNK, SLOW, still), None);
+        assert_eq!(w.observe(CHUNK, SLOW, still), None);
+        assert_eq!(w.observe(CHUNK, SLOW, faulting), None, "restarts");
+        assert_eq!(w.observe(CHUNK, SLOW, still), None);
+        assert_eq!(w.observe(CHUNK, FAST, still), None);
+        count.set(count.get() + 1);
+        assert_eq!(
+            w.observe(CHUNK, FAST, || unreachable!("fast: not read")),
+            None
+        );
+        assert_eq!(w.observe(CHUNK, SLOW, still), None, "interrupted since");
+        assert_eq!(w.observe(CHUNK, SLOW, still), None);
+        assert_eq!(w.observe(CHUNK, SLOW, still), None);
+        assert_eq!(w.observe(CHUNK, SLOW, still), Some(true));
+        // While far, slow writes keep it far whatever the thread met.
+        assert_eq!(
+            w.observe(CHUNK, SLOW, || unreachable!("far: not read")),
+            None
+        );
+    }
+
+    /// The counts are the thread's own and only grow.
+    #[test]
+    fn interruptions_count_up() {
+        // A fresh mapping: pages an allocator handed out before may be
+        // mapped already.
+        let mut v = memmap2::MmapMut::map_anon(1 << 22).unwrap();
+        let a = interruptions();
+        v.iter_mut().step_by(4096).for_each(|b| *b = 1);
+        assert!(interruptions() > a, "touching 1024 fresh pages faults");
+        assert_eq!(v.iter().filter(|&&b| b == 1).count(), 1024);
     }
 
     /// `plan` follows the mode; `record` ignores writes too short to tell.
@@ -269,10 +367,10 @@ mod tests {
             w.record("test", TIMED_FROM - 1, SLOW);
         }
         assert!(!w.far(), "short writes tell nothing");
-        for _ in 0..3 {
-            w.record("test", TIMED_FROM, SLOW * 16);
-        }
-        assert!(w.far());
+        assert_eq!(w.recorded, 0);
+        w.record("test", TIMED_FROM, FAST);
+        assert_eq!(w.recorded, TIMED_FROM);
+        turn_far(&mut w);
         assert_eq!(w.plan(Mode::Auto), uncached, "far: uncached");
         assert_eq!(w.plan(Mode::Off), cached, "the mode wins");
     }
@@ -281,24 +379,20 @@ mod tests {
     fn writes_go_uncached_while_far_but_probe_now_and_then() {
         let mut w = Watch::default();
         assert!(!w.write_uncached(|| unreachable!("no clock while near")));
-        for _ in 0..3 {
-            w.observe(CHUNK, SLOW);
-        }
+        turn_far(&mut w);
         let t0 = Instant::now();
         assert!(w.write_uncached(|| t0));
         assert!(w.write_uncached(|| t0 + PROBE_EVERY / 2));
         assert!(!w.write_uncached(|| t0 + PROBE_EVERY), "a probe");
-        assert_eq!(w.observe(CHUNK, SLOW), None, "still far");
+        assert_eq!(w.observe(CHUNK, SLOW, QUIET), None, "still far");
         assert!(w.write_uncached(|| t0 + PROBE_EVERY + PROBE_EVERY / 2));
         assert!(!w.write_uncached(|| t0 + 2 * PROBE_EVERY + PROBE_EVERY / 2));
         assert!(w.far(), "probes leave it far");
-        assert_eq!(w.observe(CHUNK, FAST), Some(false));
+        assert_eq!(w.observe(CHUNK, FAST, QUIET), Some(false));
         assert!(!w.far());
         assert!(!w.write_uncached(|| unreachable!("near again")));
         // Far again later: the interval starts over.
-        for _ in 0..3 {
-            w.observe(CHUNK, SLOW);
-        }
+        turn_far(&mut w);
         let t1 = t0 + 10 * PROBE_EVERY;
         assert!(w.write_uncached(|| t1));
         assert!(!w.write_uncached(|| t1 + PROBE_EVERY));
