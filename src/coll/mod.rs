@@ -7,6 +7,7 @@ pub mod alltoall;
 pub mod barrier;
 pub mod bcast;
 pub mod check;
+mod fill;
 pub mod gather;
 pub mod hier;
 pub mod reduce;

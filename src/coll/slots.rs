@@ -17,6 +17,7 @@
 //! `big` says the part did not fit and travels as a message instead
 //! (only where the receiver cannot know the size in advance).
 
+use super::fill::Fill;
 use super::{
     block, block_mut, check_len, check_recv_blocks, check_send_blocks, copy_own, split_blocks, Ctx,
     Reducer,
@@ -569,10 +570,12 @@ pub fn barrier(c: &mut Ctx) -> Result<()> {
 pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     let call = begin(c)?;
     if c.rank() == root {
+        let mut fill = Fill::sampled(c, buf.len());
         publish_quiet(c, &call, buf.len(), false, Place::Rooted, |d| {
-            copy(d, buf);
+            fill.copy(d, buf);
             Ok(())
         })?;
+        fill.done(c);
     } else {
         wait_flag(c, &call, root)?;
         let len = buf.len();
@@ -603,10 +606,12 @@ pub fn reduce(
     let own = send.filter(|_| me == root);
     if own.is_none() {
         // Only the root waits, for flags that `finish` announces.
+        let mut fill = Fill::sampled(c, len);
         publish_quiet(c, &call, len, false, Place::Rooted, |d| {
-            copy(d, input);
+            fill.copy(d, input);
             Ok(())
         })?;
+        fill.done(c);
     }
     if me != root {
         finish(c, call, false);
@@ -635,10 +640,12 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, out: &mut [u8], red: &Reducer
     }
     let call = begin(c)?;
     let input = send.unwrap_or(out);
+    let mut fill = Fill::sampled(c, input.len());
     publish(c, &call, input.len(), false, Place::Shared, |d| {
-        copy(d, input);
+        fill.copy(d, input);
         Ok(())
     })?;
+    fill.done(c);
     wait_exchange(c, &call)?;
     fold_all(c, &call, Place::Shared.far(out.len()), 0, out, red);
     finish(c, call, true);
@@ -663,16 +670,18 @@ pub fn reduce_scatter(
     // the peers' blocks (2 ranks, 512 B: half the lines to take back from
     // the peer). In place, the result overwrites the input's first block,
     // so the whole input goes through the slot.
+    let mut fill = Fill::sampled(c, send.map_or(total, |_| total - l));
     publish(c, &call, total, false, Place::Shared, |d| {
         match send {
             Some(data) => {
-                copy(&mut d[..o], &data[..o]);
-                copy(&mut d[o + l..total], &data[o + l..total]);
+                fill.copy(&mut d[..o], &data[..o]);
+                fill.copy(&mut d[o + l..total], &data[o + l..total]);
             }
-            None => copy(d, &out[..total]),
+            None => fill.copy(d, &out[..total]),
         }
         Ok(())
     })?;
+    fill.done(c);
     wait_exchange(c, &call)?;
     let own = send.map(|data| &data[o..o + l]);
     fold_with_own(
@@ -702,10 +711,12 @@ pub fn allgatherv(
     }
     let call = begin(c)?;
     let own = block(recv, blocks[me]);
+    let mut fill = Fill::sampled(c, own.len());
     publish(c, &call, own.len(), false, Place::Shared, |d| {
-        copy(d, own);
+        fill.copy(d, own);
         Ok(())
     })?;
+    fill.done(c);
     for p in wait_order(c) {
         wait_exchanged(c, &call, p)?;
         let dst = block_mut(recv, blocks[p]);
@@ -738,7 +749,7 @@ fn table_bytes(blocks: Blocks, skip: usize) -> usize {
 /// slot of `table_bytes(blocks, skip)`. Blocks that lie back to back in
 /// `send` are copied at once: for small blocks each copy costs more than
 /// its bytes.
-fn write_table(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize) {
+fn write_table(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize, fill: &mut Fill) {
     if let Blocks::Uniform { len, n } = blocks {
         // The blocks before `skip`'s and those after it are two runs.
         let base = 16 * n;
@@ -746,9 +757,9 @@ fn write_table(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize) {
             put_u64(d, 16 * p, base + (p - usize::from(p > skip)) * len);
             put_u64(d, 16 * p + 8, len);
         }
-        copy_run(d, send, (0, base, skip * len));
+        copy_run(d, send, (0, base, skip * len), fill);
         let after = (skip + 1) * len;
-        copy_run(d, send, (after, base + skip * len, n * len - after));
+        copy_run(d, send, (after, base + skip * len, n * len - after), fill);
         return;
     }
     let mut off = 16 * blocks.count();
@@ -762,19 +773,19 @@ fn write_table(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize) {
         put_u64(d, 16 * p, off);
         put_u64(d, 16 * p + 8, l);
         if run.0 + run.2 != o {
-            copy_run(d, send, run);
+            copy_run(d, send, run, fill);
             run = (o, off, 0);
         }
         run.2 += l;
         off += l;
     }
-    copy_run(d, send, run);
+    copy_run(d, send, run, fill);
 }
 
 /// Copies `len` bytes of `send` at `from` into `d` at `to`.
-fn copy_run(d: &mut [u8], send: &[u8], (from, to, len): (usize, usize, usize)) {
+fn copy_run(d: &mut [u8], send: &[u8], (from, to, len): (usize, usize, usize), fill: &mut Fill) {
     if len > 0 {
-        copy(&mut d[to..to + len], &send[from..from + len]);
+        fill.copy(&mut d[to..to + len], &send[from..from + len]);
     }
 }
 
@@ -893,11 +904,13 @@ fn gather_blocks(
             publish(c, &call, 0, true, Place::Near, |_| Ok(()))?;
             c.send(0, root, s)?;
         } else {
+            let mut fill = Fill::sampled(c, s.len());
             publish_paced(c, &call, 8 + s.len(), |d| {
                 put_u64(d, 0, s.len());
-                copy(&mut d[8..], s);
+                fill.copy(&mut d[8..], s);
                 Ok(())
             })?;
+            fill.done(c);
         }
         finish(c, call, false);
         return Ok(());
@@ -1007,10 +1020,13 @@ fn scatter_blocks(
         copy_own(d, own)?;
     }
     let call = begin(c)?;
+    // The data after the table (16 bytes a block).
+    let mut fill = Fill::sampled(c, total - 16 * blocks.count());
     publish_quiet(c, &call, total, false, Place::Near, |d| {
-        write_table(d, send, blocks, root);
+        write_table(d, send, blocks, root, &mut fill);
         Ok(())
     })?;
+    fill.done(c);
     finish(c, call, false);
     Ok(())
 }
@@ -1032,6 +1048,7 @@ pub fn alltoallv(
     let total = table_bytes(Blocks::Listed(sblocks), me);
     let big = total > SLOT_DATA;
     let call = begin(c)?;
+    let mut fill = Fill::sampled(c, if big { 0 } else { total - 16 * n });
     publish(
         c,
         &call,
@@ -1039,10 +1056,11 @@ pub fn alltoallv(
         big,
         Place::Near,
         |d| {
-            write_table(d, send, Blocks::Listed(sblocks), me);
+            write_table(d, send, Blocks::Listed(sblocks), me, &mut fill);
             Ok(())
         },
     )?;
+    fill.done(c);
     let mut from_msgs = Vec::new();
     let mut bad = None;
     for p in wait_order(c) {

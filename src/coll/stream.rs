@@ -15,14 +15,12 @@
 
 // Chunks are published `Place::Near` (right after the flag), so every `part`
 // read here passes `far` false.
+use super::fill::Fill;
 use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, Place, WINDOW};
 use super::{check_send_blocks, even_blocks, split_blocks, Ctx, Reducer};
 use crate::copy::{coll_uncached_from, copy, copy_uncached, llc_bytes, p2p_uncached_from};
 use crate::error::{Error, Result};
-use crate::param::params;
-use crate::transport::shm::far::Plan;
 use crate::transport::shm::slots::SLOT_DATA;
-use std::time::{Duration, Instant};
 
 /// Chunks whose input a rank publishes before it folds the first of them
 /// (256 KiB: further ahead, the published chunks leave the 512 KiB L2
@@ -38,55 +36,6 @@ fn put_out(dst: &mut [u8], src: &[u8], uncached: bool) {
         copy_uncached(dst, src);
     } else {
         copy(dst, src);
-    }
-}
-
-/// How this rank fills its slot with one chunk: uncached while its cached
-/// writes run slow (the host's cores far apart, see
-/// `transport::shm::far`), else cached and timed (a chunk long enough to
-/// tell counts, in `done`).
-struct Fill {
-    plan: Plan,
-    bytes: usize,
-    took: Duration,
-}
-
-impl Fill {
-    /// Decides how the next chunk goes into the slot.
-    fn new(c: &mut Ctx) -> Fill {
-        Fill {
-            plan: c.eng.far.plan(params().far),
-            bytes: 0,
-            took: Duration::ZERO,
-        }
-    }
-
-    /// Copies `src` into the slot's `d`.
-    fn copy(&mut self, d: &mut [u8], src: &[u8]) {
-        if self.plan.uncached {
-            copy_uncached(d, src);
-        } else if self.plan.timed {
-            let t = Instant::now();
-            copy(d, src);
-            self.took += t.elapsed();
-            self.bytes += src.len();
-        } else {
-            copy(d, src);
-        }
-    }
-
-    /// Whether a fold goes into the slot uncached: as the copies last
-    /// found, without taking a probe (a fold is not timed, since a slow op
-    /// would read as a far host).
-    fn fold_uncached(c: &Ctx) -> bool {
-        c.eng.far.uncached(params().far)
-    }
-
-    /// Records the chunk's timing once it is published.
-    fn done(self, c: &mut Ctx) {
-        if self.plan.timed {
-            c.eng.far.record("slot chunks", self.bytes, self.took);
-        }
     }
 }
 
@@ -785,14 +734,10 @@ mod tests {
                 src.len(),
             ] {
                 let (mut slot, mut out) = (vec![0u8; len], vec![0u8; len]);
-                let mut fill = Fill {
-                    plan: Plan {
-                        uncached: slot_uncached,
-                        timed: !slot_uncached,
-                    },
-                    bytes: 0,
-                    took: Duration::ZERO,
-                };
+                let mut fill = Fill::with_plan(crate::transport::shm::far::Plan {
+                    uncached: slot_uncached,
+                    timed: !slot_uncached,
+                });
                 copy_twice(&mut slot, &mut out, &src[..len], &mut fill, uncached);
                 assert_eq!(fill.bytes, if slot_uncached { 0 } else { len });
                 assert_eq!(slot, src[..len]);

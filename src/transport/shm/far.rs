@@ -26,6 +26,8 @@
 //! watch (`comm::engine::write_watched`): their writer rewrites ring lines
 //! the receiver has read, and slowed down even more (pingpong 1 MiB 35 us
 //! in the usual state, 420-470 us far, 66-73 us far and uncached).
+//! So do small collectives' writes into their slots from `TIMED_FROM`
+//! bytes (`coll::fill`), one in `SAMPLE_EVERY` timed while near.
 
 use crate::param::{debug_log, DebugLevel};
 use std::time::{Duration, Instant};
@@ -53,6 +55,17 @@ const SLOW_IN_ROW: u8 = 3;
 /// In the far state that chunk costs about 20 us more, 1% of the
 /// interval; a passing far state is noticed within it.
 pub const PROBE_EVERY: Duration = Duration::from_millis(2);
+
+/// While near, a small collective's slot writes (16-64 KiB) are timed one
+/// in this many: two clock reads on a copy of well under a microsecond
+/// would cost several percent. In the far state they are slow too; 2
+/// ranks, far, us, always cached (as before) / following the
+/// watch: bcast 16 KiB 5.0-6.5 / 1.8, 64 KiB 10.9-11.4 / 6.1; reduce 16
+/// KiB 5.7-7.8 / 2.2-2.3; allgather 32 KiB 8.1-8.2 / 3.0-3.2; alltoall 32
+/// KiB 8.5-9.1 / 3.6-4.4; gather 32 KiB 6.7-6.8 / 2.2, 64 KiB 11-12 / 4.0;
+/// scatter 32 KiB 5.3-6.8 / 1.8-2.0; reduce_scatter 32 KiB 8.3-8.4 /
+/// 2.9-3.2.
+pub const SAMPLE_EVERY: u8 = 8;
 
 /// `FERROCOLL_FAR`: whether writers follow the far word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +108,8 @@ pub struct Watch {
     interrupted: Option<u64>,
     /// When this rank last wrote a chunk cached while far.
     probed: Option<Instant>,
+    /// Writes `plan_sampled` saw, modulo `SAMPLE_EVERY`.
+    sampled: u8,
     /// Bytes of the timed writes `record` took into account.
     #[cfg(test)]
     pub recorded: usize,
@@ -137,6 +152,21 @@ impl Watch {
                 }
             }
         }
+    }
+
+    /// `plan` for writes too short to time each one: while near (in
+    /// `Auto`), one in `SAMPLE_EVERY` is timed and the others go cached.
+    pub fn plan_sampled(&mut self, mode: Mode) -> Plan {
+        if mode == Mode::Auto && !self.far {
+            self.sampled = (self.sampled + 1) % SAMPLE_EVERY;
+            if self.sampled != 0 {
+                return Plan {
+                    uncached: false,
+                    timed: false,
+                };
+            }
+        }
+        self.plan(mode)
     }
 
     /// Records a cached write of `bytes` that took `took` (one shorter
@@ -373,6 +403,23 @@ mod tests {
         turn_far(&mut w);
         assert_eq!(w.plan(Mode::Auto), uncached, "far: uncached");
         assert_eq!(w.plan(Mode::Off), cached, "the mode wins");
+    }
+
+    /// While near, one sampled plan in `SAMPLE_EVERY` is timed; while far
+    /// they go as `plan` says (uncached, probes aside); other modes as
+    /// `plan`.
+    #[test]
+    fn sampled_plans_time_one_in_so_many_while_near() {
+        let mut w = Watch::default();
+        let timed = (0..4 * SAMPLE_EVERY)
+            .filter(|_| w.plan_sampled(Mode::Auto).timed)
+            .count();
+        assert_eq!(timed, 4);
+        assert!(w.plan_sampled(Mode::On).uncached);
+        assert!(!w.plan_sampled(Mode::Off).timed);
+        turn_far(&mut w);
+        assert!(w.plan_sampled(Mode::Auto).uncached, "far: uncached at once");
+        assert!(w.plan_sampled(Mode::Auto).uncached);
     }
 
     #[test]
