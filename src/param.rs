@@ -13,7 +13,7 @@
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
 //! | `FERROCOLL_RNDV_BYTES` | `65536` | messages from this size wait for the matching receive and land directly in its buffer |
 //! | `FERROCOLL_CACHE_BYTES` | (from sysfs) | bytes of the last-level CPU cache: received messages (and a rank's own block) from half this size, and streamed collective results from four times it, are stored past the cache |
-//! | `FERROCOLL_FAR` | `auto` | how collectives write their data into shared memory (from 16 KiB), and messages from 16 KiB theirs into the rings: `auto`: cached, but past the cache while a rank's own cached writes run slow (this host's cores far apart, see `transport::shm::far`); `on`: always past the cache; `off`: always cached |
+//! | `FERROCOLL_FAR` | `auto` | how collectives write their data into shared memory (from 4 KiB), and messages from 16 KiB theirs into the rings: `auto`: cached, but past the cache while a rank's own cached writes run slow (this host's cores far apart, see `transport::shm::far`); `on`: always past the cache; `off`: always cached |
 //! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
 //! | `FERROCOLL_NSOCKS` | `1` | TCP sockets per pair of ranks (1-16); a link's bytes are dealt to them in 128 KiB pieces; the dialling rank's value counts |
 //! | `FERROCOLL_SOCKET_SNDBUF` | `524288` | bytes of each TCP socket's send buffer (the kernel doubles it); `0`: the kernel's autotuning |

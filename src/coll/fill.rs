@@ -6,7 +6,7 @@
 use super::Ctx;
 use crate::copy::{copy, copy_uncached};
 use crate::param::params;
-use crate::transport::shm::far::{Plan, TIMED_FROM};
+use crate::transport::shm::far::{Plan, TELLS_FROM};
 use std::time::{Duration, Instant};
 
 /// One write into the slot (of one or more copies), and its timing.
@@ -24,11 +24,11 @@ impl Fill {
     }
 
     /// The `len` bytes of data a small collective copies into its slot:
-    /// none of this below `TIMED_FROM`, and while near, only one write in
+    /// none of this below `TELLS_FROM`, and while near, only one write in
     /// `far::SAMPLE_EVERY` is timed (two clock reads on a copy of well
     /// under a microsecond would cost several percent).
     pub(super) fn sampled(c: &mut Ctx, len: usize) -> Fill {
-        if len < TIMED_FROM {
+        if len < TELLS_FROM {
             return Fill::with_plan(Plan {
                 uncached: false,
                 timed: false,
@@ -81,12 +81,12 @@ mod tests {
     use crate::comm::engine::Engine;
     use crate::comm::Comm;
     use crate::param::params;
-    use crate::transport::shm::far::{Mode, SAMPLE_EVERY, TIMED_FROM};
+    use crate::transport::shm::far::{Mode, SAMPLE_EVERY, TELLS_FROM};
     use crate::transport::shm::Segment;
     use std::sync::Arc;
 
     /// Every small collective that copies data into its slot times one
-    /// such copy in `SAMPLE_EVERY` on each rank that copies `TIMED_FROM`
+    /// such copy in `SAMPLE_EVERY` on each rank that copies `TELLS_FROM`
     /// bytes or more (bcast: the root; reduce, gather: the others;
     /// scatter: the root; the rest: every rank), and none shorter.
     /// (Timed writes one call in 8 cannot turn the watch far, so each of
@@ -98,7 +98,7 @@ mod tests {
             eprintln!("skipped: FERROCOLL_FAR is set");
             return;
         }
-        let (n, len) = (2, TIMED_FROM);
+        let (n, len) = (2, TELLS_FROM);
         let seg = Arc::new(Segment::anonymous(n, 64 * 1024).unwrap());
         std::thread::scope(|s| {
             for r in 0..n {

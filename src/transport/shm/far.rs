@@ -26,15 +26,24 @@
 //! watch (`comm::engine::write_watched`): their writer rewrites ring lines
 //! the receiver has read, and slowed down even more (pingpong 1 MiB 35 us
 //! in the usual state, 420-470 us far, 66-73 us far and uncached).
-//! So do small collectives' writes into their slots from `TIMED_FROM`
+//! So do small collectives' writes into their slots from `TELLS_FROM`
 //! bytes (`coll::fill`), one in `SAMPLE_EVERY` timed while near.
 
 use crate::param::{debug_log, DebugLevel};
 use std::time::{Duration, Instant};
 
-/// Chunks shorter than this are not timed: their copy is too short to
-/// tell the two states apart from a clock read.
+/// Messages through the rings are timed from this many bytes (each one,
+/// so a clock read pair costs under 5% of the write).
 pub const TIMED_FROM: usize = 16 * 1024;
+
+/// Writes shorter than this are not timed: too short to tell the two
+/// states apart from a clock read. Small collectives' slot writes are
+/// sampled from here: in the far state a rank that writes 4-8 KiB into its
+/// slot also waits for lines its peers hold (2 ranks, far, us, cached /
+/// following the watch: gather 8 KiB (4 KiB each) 1.39 / 0.73, bcast 8
+/// KiB 3.71 / 1.11, scatter 16 KiB 3.31 / 1.24, allgather 16 KiB 4.42 /
+/// 2.30, alltoall 16 KiB 4.29 / 3.02, reduce_scatter 16 KiB 4.45 / 2.44).
+pub const TELLS_FROM: usize = 4 * 1024;
 
 /// Write rate, bytes per second, below which a chunk counts as slow (a
 /// 64 KiB chunk that takes longer than 16.4 us). Collectives read their
@@ -56,7 +65,7 @@ const SLOW_IN_ROW: u8 = 3;
 /// interval; a passing far state is noticed within it.
 pub const PROBE_EVERY: Duration = Duration::from_millis(2);
 
-/// While near, a small collective's slot writes (16-64 KiB) are timed one
+/// While near, a small collective's slot writes (4-64 KiB) are timed one
 /// in this many: two clock reads on a copy of well under a microsecond
 /// would cost several percent. In the far state they are slow too; 2
 /// ranks, far, us, always cached (as before) / following the
@@ -170,10 +179,10 @@ impl Watch {
     }
 
     /// Records a cached write of `bytes` that took `took` (one shorter
-    /// than `TIMED_FROM` tells nothing and is ignored), and logs a change
+    /// than `TELLS_FROM` tells nothing and is ignored), and logs a change
     /// of state; `what` names the writes.
     pub fn record(&mut self, what: &str, bytes: usize, took: Duration) {
-        if bytes < TIMED_FROM {
+        if bytes < TELLS_FROM {
             return;
         }
         #[cfg(test)]
@@ -394,12 +403,12 @@ mod tests {
         assert_eq!(w.plan(Mode::Off), cached);
         assert_eq!(w.plan(Mode::Auto), timed);
         for _ in 0..10 {
-            w.record("test", TIMED_FROM - 1, SLOW);
+            w.record("test", TELLS_FROM - 1, SLOW);
         }
         assert!(!w.far(), "short writes tell nothing");
         assert_eq!(w.recorded, 0);
-        w.record("test", TIMED_FROM, FAST);
-        assert_eq!(w.recorded, TIMED_FROM);
+        w.record("test", TELLS_FROM, FAST);
+        assert_eq!(w.recorded, TELLS_FROM);
         turn_far(&mut w);
         assert_eq!(w.plan(Mode::Auto), uncached, "far: uncached");
         assert_eq!(w.plan(Mode::Off), cached, "the mode wins");
