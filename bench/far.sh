@@ -133,7 +133,10 @@ for l in open(sys.argv[1]):
     runs[(state, lib, key)].append(float(us))
 def cell(state, lib, key):
     v = runs.get((state, lib, key))
-    return f"{statistics.median(v):.1f} [{len(v)}]" if v else "-"
+    if not v:
+        return "-"
+    m = statistics.median(v)
+    return f"{m:.2f} [{len(v)}]" if m < 10 else f"{m:.1f} [{len(v)}]"
 cols = [(s, l) for s in ("far", "usual") for l in ("auto", "off", "openmpi")]
 print("| op | bytes | " + " | ".join(f"{s}: {l}" for s, l in cols) + " |")
 print("|---|---|" + "---|" * len(cols))
