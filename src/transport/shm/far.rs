@@ -37,12 +37,15 @@ use std::time::{Duration, Instant};
 pub const TIMED_FROM: usize = 16 * 1024;
 
 /// Writes shorter than this are not timed: too short to tell the two
-/// states apart from a clock read. Small collectives' slot writes are
-/// sampled from here: in the far state a rank that writes 4-8 KiB into its
-/// slot also waits for lines its peers hold (2 ranks, far, us, cached /
-/// following the watch: gather 8 KiB (4 KiB each) 1.39 / 0.73, bcast 8
-/// KiB 3.71 / 1.11, scatter 16 KiB 3.31 / 1.24, allgather 16 KiB 4.42 /
-/// 2.30, alltoall 16 KiB 4.29 / 3.02, reduce_scatter 16 KiB 4.45 / 2.44).
+/// states apart from a clock read. Even at 4 KiB it is close: far, 4 KiB
+/// took 1.05-1.73 us, slow from 1.02, so a probe there may read fast and
+/// cost a few cached writes. Small collectives' slot writes are sampled
+/// from here all the same: in the far state a rank that writes 4-8 KiB
+/// into its slot also waits for lines its peers hold (2 ranks, far, us,
+/// cached / following the watch: gather 8 KiB (4 KiB each) 1.39 / 0.73,
+/// bcast 8 KiB 3.71 / 1.11, scatter 16 KiB 3.31 / 1.24, allgather 16 KiB
+/// 4.42 / 2.30, alltoall 16 KiB 4.29 / 3.02, reduce_scatter 16 KiB 4.45 /
+/// 2.44).
 pub const TELLS_FROM: usize = 4 * 1024;
 
 /// Write rate, bytes per second, below which a chunk counts as slow (a
@@ -56,7 +59,7 @@ const SLOW_BELOW: u128 = 4_000_000_000;
 /// writer that lost its core or met a page fault in the middle of a copy.
 /// Only chunks that met neither count (`interruptions`): a rank's first
 /// writes into pages it has not touched yet (a new ring lap, slots a size
-/// has not used) take a page fault each, 16 KiB in 13-16 us, and a run of
+/// has not used) take a page fault each, 16 KiB in 13-20 us, and a run of
 /// them alone had turned ranks far in the usual state.
 const SLOW_IN_ROW: u8 = 3;
 
