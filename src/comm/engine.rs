@@ -2429,10 +2429,6 @@ mod tests {
         })
     }
 
-    /// A receive without a request takes the message at the head of the
-    /// link only when it is the one asked for and fits; otherwise it
-    /// consumes nothing and the posted receives find every message where
-    /// it was.
     /// Message data from 16 KiB on is timed for the far watch, whichever
     /// way it leaves: at once (`send_now`) or through the send queue;
     /// shorter messages are not. (Two timed writes cannot turn the watch
@@ -2458,6 +2454,10 @@ mod tests {
         assert_eq!(e.far.recorded, 2 * FRAME_BYTES + 60_000);
     }
 
+    /// A receive without a request takes the message at the head of the
+    /// link only when it is the one asked for and fits; otherwise it
+    /// consumes nothing and the posted receives find every message where
+    /// it was.
     #[test]
     fn recv_now_takes_only_the_message_asked_for() {
         let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
