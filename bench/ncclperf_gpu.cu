@@ -7,7 +7,9 @@
  * measured with events on the calling stream.
  *
  * Usage: ferrorun -n N ncclperf_gpu [-b minbytes] [-e maxbytes] [-f factor]
- *          [-n iters] [-w warmup]
+ *          [-n iters] [-w warmup] [-g 1]
+ * -g 1 captures each size's `iters` calls into a CUDA graph (global mode)
+ * and times its launches instead of the calls.
  * FERROCOLL_ALGO=gpu=staged forces the host-staged path. */
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -52,13 +54,14 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   long minb = 8, maxb = 256L << 20;
   double factor = 4;
-  int iters = 20, warm = 5;
+  int iters = 20, warm = 5, graph = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "-b")) minb = parse_size(argv[i + 1]);
     else if (!strcmp(argv[i], "-e")) maxb = parse_size(argv[i + 1]);
     else if (!strcmp(argv[i], "-f")) factor = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "-n")) iters = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-w")) warm = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-g")) graph = atoi(argv[i + 1]);
   }
   CC(cudaGetDeviceCount(&ndev));
   CC(cudaSetDevice(rank % ndev));
@@ -92,8 +95,9 @@ int main(int argc, char **argv) {
   MPI_Bcast(&copy_gbs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   const char *algo = getenv("FERROCOLL_ALGO");
   if (rank == 0) {
-    printf("# ncclperf_gpu: allreduce float sum, %d ranks, device buffers%s%s\n", n,
-           algo ? ", FERROCOLL_ALGO=" : "", algo ? algo : "");
+    printf("# ncclperf_gpu: allreduce float sum, %d ranks, device buffers%s%s%s\n", n,
+           algo ? ", FERROCOLL_ALGO=" : "", algo ? algo : "",
+           graph ? ", calls replayed from a CUDA graph" : "");
     printf("# device copy bandwidth (cudaMemcpyAsync D2D, %ld bytes): %.1f GB/s\n", maxb, copy_gbs);
     printf("%12s %12s %10s %10s %10s\n", "bytes", "time_us", "algbw", "busbw", "busbw/copy");
   }
@@ -102,11 +106,25 @@ int main(int argc, char **argv) {
     if (count == 0) continue;
     for (int i = 0; i < warm; i++) CK(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, s));
     CC(cudaStreamSynchronize(s));
+    cudaGraphExec_t ge = NULL;
+    if (graph) {
+      cudaGraph_t g;
+      CC(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+      for (int i = 0; i < iters; i++) CK(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, s));
+      CC(cudaStreamEndCapture(s, &g));
+      CC(cudaGraphInstantiate(&ge, g, 0));
+      CC(cudaGraphDestroy(g));
+      CC(cudaGraphLaunch(ge, s));
+      CC(cudaStreamSynchronize(s));
+    }
     std::vector<double> t;
     for (int rep = 0; rep < 5; rep++) {
       MPI_Barrier(MPI_COMM_WORLD);
       CC(cudaEventRecord(e0, s));
-      for (int i = 0; i < iters; i++) CK(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, s));
+      if (ge)
+        CC(cudaGraphLaunch(ge, s));
+      else
+        for (int i = 0; i < iters; i++) CK(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, s));
       CC(cudaEventRecord(e1, s));
       CC(cudaEventSynchronize(e1));
       float ms = 0;
@@ -115,6 +133,7 @@ int main(int argc, char **argv) {
       MPI_Allreduce(&us, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       t.push_back(mx);
     }
+    if (ge) CC(cudaGraphExecDestroy(ge));
     std::sort(t.begin(), t.end());
     double us = t[t.size() / 2];
     double algbw = (double)count * 4 / (us * 1e-6) / 1e9;

@@ -6,7 +6,7 @@
 //! | `FERROCOLL_TIMEOUT` | `0` (off) | seconds a collective or point-to-point wait may block before failing |
 //! | `FERROCOLL_SETUP_TIMEOUT` | `60` | seconds `MPI_Init` waits for the other ranks |
 //! | `FERROCOLL_CHECK` | `0` | `1`: before every collective the ranks compare what they were called with (collective, count, type, op, root); a mismatch fails on every rank with an error naming both sides instead of hanging or corrupting data |
-//! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial`; `gpu=staged`: NCCL calls on device buffers go through host memory instead of CUDA IPC; `gpu=ordered`: they are stream-ordered even where processes share a GPU (slow there; for tests) |
+//! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial`; `gpu=staged`: NCCL calls on device buffers go through host memory instead of CUDA IPC; `gpu=ordered`: they are stream-ordered even where processes share a GPU (slow there; for tests); `gpu=graph`: calls on the IPC path are ordered by barriers on the streams, as captured ones are (for tests) |
 //! | `FERROCOLL_GPU` | `1` | `1`: NCCL calls on GPU device buffers run on ferrocoll's device path (see README, "GPUs"); `0`: they are refused with `ncclInvalidUsage` |
 //! | `FERROCOLL_GPU_STAGING_BYTES` | `67108864` | pinned host memory per communicator for NCCL calls on device buffers that are staged through host memory (larger ones use pageable memory) |
 //! | `FERROCOLL_SHM_RING_BYTES` | `1048576` | bytes of each per-pair shared-memory ring |

@@ -8,7 +8,10 @@
 #   RUNS, e.g. "test:2:auto bench:2:staged", picks runs; STEP_TIMEOUT, seconds)
 # Paths: auto (the default choice), staged (FERROCOLL_ALGO=gpu=staged), ordered
 # (FERROCOLL_ALGO=gpu=ordered: stream-ordered even where processes share the
-# GPU, which tests the events between processes on a machine with one GPU).
+# GPU, which tests the events between processes on a machine with one GPU),
+# graph (FERROCOLL_ALGO=gpu=graph: every IPC call ordered by barriers on the
+# streams, as captured calls are), capture (bench only: the calls replayed
+# from a CUDA graph).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIBDIR=${LIBDIR:-$ROOT/target/release}
@@ -39,8 +42,8 @@ flags=(-O2 -std=c++17 -I"$ROOT/include" -I"$ROOT/c_tests" -I"$ROOT/c_tests/nccl"
 # What to run: "kind:ranks:path" items (kind test or bench, path auto or
 # staged), in order; each run is stopped after STEP_TIMEOUT seconds.
 default="test:1:auto test:2:auto test:4:auto test:1:staged test:2:staged test:4:staged"
-default="$default test:2:ordered test:4:ordered"
-default="$default bench:2:auto bench:2:staged"
+default="$default test:2:ordered test:4:ordered test:1:graph test:2:graph test:4:graph"
+default="$default bench:2:auto bench:2:staged bench:2:graph bench:2:capture"
 case $what in
   tests) RUNS=${RUNS:-$(echo $default | tr ' ' '\n' | grep '^test' | tr '\n' ' ')} ;;
   bench) RUNS=${RUNS:-$(echo $default | tr ' ' '\n' | grep '^bench' | tr '\n' ' ')} ;;
@@ -50,13 +53,14 @@ fail=0
 for item in $RUNS; do
   IFS=: read -r kind n path <<<"$item"
   env=()
-  [ "$path" = staged ] || [ "$path" = ordered ] && env=(FERROCOLL_ALGO=gpu=$path)
+  [ "$path" = auto ] || [ "$path" = capture ] || env=(FERROCOLL_ALGO=gpu=$path)
   echo "== $kind, $n ranks, path $path"
   if [ "$kind" = test ]; then
     cmd=("$B/t_nccl_gpu")
   else
     cmd=("$B/ncclperf_gpu" -b 4 -e 256M -f 4)
     [ "$path" = staged ] && cmd+=(-n 5 -w 2)
+    [ "$path" = capture ] && cmd+=(-g 1)
   fi
   env "${env[@]}" timeout "${STEP_TIMEOUT:-300}" "$LIBDIR/ferrorun" -n "$n" "${cmd[@]}" ||
     { echo "FAIL $kind np$n $path (exit $?)"; fail=1; }

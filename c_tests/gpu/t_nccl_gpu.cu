@@ -10,9 +10,11 @@
  * and later work on its stream, or ordered after it by an event, sees its
  * result); PreMulSum with device and host scalars; ncclMemAlloc; large
  * AllReduce, Broadcast and Reduce (12 MiB: the staged path cuts them into
- * pieces); a CUDA graph capture refused with ncclInvalidUsage; mixed
- * host/device buffers refused; one process holding two ranks
- * (ncclCommInitAll on one device) when run with one process. */
+ * pieces); CUDA graphs (an AllReduce and an AllGather captured in global
+ * mode between kernels, replayed with new inputs, back to back too; what
+ * cannot be captured refused with ncclInvalidUsage); mixed host/device
+ * buffers refused; one process holding two ranks (ncclCommInitAll on one
+ * device, whose capture is refused) when run with one process. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -221,6 +223,7 @@ static void test_stream_order(ncclComm_t comm, cudaStream_t s) {
   const char *algo = getenv("FERROCOLL_ALGO");
   const bool staged = algo && strstr(algo, "gpu=staged");
   const bool ordered = algo && strstr(algo, "gpu=ordered");
+  const bool barriers = algo && strstr(algo, "gpu=graph");
   for (int round = 0; round < 3; round++) {
     /* about 100 ms of work before the call fills its input */
     slow_fill<<<64, 256, 0, s>>>(in, n, (float)(g_rank + 1 + round), 100000000ull);
@@ -230,7 +233,7 @@ static void test_stream_order(ncclComm_t comm, cudaStream_t s) {
      * still running, where every rank has a GPU of its own or order is
      * forced (processes sharing a GPU, and the staged path, wait on the
      * host). Round 0 may open mappings and load kernels. */
-    if (round > 0 && !staged && (g_size <= ndev || ordered))
+    if (round > 0 && !staged && (g_size <= ndev || ordered || barriers))
       CHECK(cudaEventQuery(before) == cudaErrorNotReady,
             "round %d: the call waited for the work queued before it", round);
     /* later work on the same stream, and on an unrelated stream ordered
@@ -402,6 +405,13 @@ static void test_collectives(ncclComm_t comm, cudaStream_t s) {
 }
 
 /* ---- PreMulSum, ncclMemAlloc, refusals ----------------------------------- */
+/* A device scalar that outlives the ops made on it. */
+static float *ds_keep(void) {
+  static float *p = NULL;
+  if (!p) CHECK_CUDA(cudaMalloc(&p, 4));
+  return p;
+}
+
 static void test_premul_and_memalloc(ncclComm_t comm, cudaStream_t s) {
   step("premul, memalloc, refusals");
   const size_t c = 517;
@@ -437,17 +447,20 @@ static void test_premul_and_memalloc(ncclComm_t comm, cudaStream_t s) {
   std::vector<float> host(c);
   CHECK_NCCL_ERR(ncclAllReduce(in, host.data(), c, ncclFloat, ncclSum, comm, s), ncclInvalidUsage);
   CHECK(strstr(ncclGetLastError(comm), "device memory") != NULL, "message: %s", ncclGetLastError(comm));
-  /* graph capture */
+  /* graph capture of what is read on the host: a device scalar */
+  CHECK_NCCL(ncclRedOpCreatePreMulSum(&op, ds_keep(), ncclFloat, ncclScalarDevice, comm));
   cudaStream_t cs;
   CHECK_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
-  CHECK_CUDA(cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed));
-  ncclResult_t r = ncclAllReduce(in, out, c, ncclFloat, ncclSum, comm, cs);
+  CHECK_CUDA(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal));
+  ncclResult_t r = ncclAllReduce(in, out, c, ncclFloat, op, comm, cs);
   cudaGraph_t g;
   CHECK_CUDA(cudaStreamEndCapture(cs, &g));
-  CHECK(r == ncclInvalidUsage, "capture: got %d", (int)r);
-  CHECK(strstr(ncclGetLastError(comm), "graph") != NULL, "message: %s", ncclGetLastError(comm));
+  CHECK(r == ncclInvalidUsage, "capture of a device scalar: got %d", (int)r);
+  CHECK(strstr(ncclGetLastError(comm), "graph") != NULL && strstr(ncclGetLastError(comm), "ncclScalarDevice") != NULL,
+        "message: %s", ncclGetLastError(comm));
   CHECK_CUDA(cudaGraphDestroy(g));
   CHECK_CUDA(cudaStreamDestroy(cs));
+  CHECK_NCCL(ncclRedOpDestroy(op, comm));
   /* still usable */
   fill(ncclFloat, ncclSum, c, g_rank, in);
   CHECK_NCCL(ncclAllReduce(in, out, c, ncclFloat, ncclSum, comm, s));
@@ -455,7 +468,83 @@ static void test_premul_and_memalloc(ncclComm_t comm, cudaStream_t s) {
   check_result("after refusals", ncclFloat, ncclSum, out, c, g_size, NULL);
   CHECK_NCCL(ncclMemFree(in));
   CHECK_NCCL(ncclMemFree(out));
-  test_pass("PreMulSum (host and device scalars), ncclMemAlloc, mixed buffers and graph capture refused");
+  test_pass("PreMulSum (host and device scalars), ncclMemAlloc; mixed buffers and a captured device scalar refused");
+}
+
+/* ---- CUDA graphs ---------------------------------------------------------- */
+static void test_graph(ncclComm_t comm, cudaStream_t s) {
+  step("graph capture");
+  const char *algo = getenv("FERROCOLL_ALGO");
+  const size_t n = 1 << 20, q = n / 4;
+  float *in, *out, *dbl, *ag, *ag2;
+  CHECK_CUDA(cudaMalloc(&in, n * 4));
+  CHECK_CUDA(cudaMalloc(&out, n * 4));
+  CHECK_CUDA(cudaMalloc(&dbl, n * 4));
+  CHECK_CUDA(cudaMalloc(&ag, g_size * q * 4));
+  CHECK_CUDA(cudaMalloc(&ag2, g_size * q * 4));
+  cudaStream_t cs;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  cudaGraph_t g;
+  /* the strictest mode: our own set-up calls must not spoil it */
+  CHECK_CUDA(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal));
+  ncclResult_t r = ncclAllReduce(in, out, n, ncclFloat, ncclSum, comm, cs);
+  if (algo && strstr(algo, "gpu=staged")) {
+    CHECK_CUDA(cudaStreamEndCapture(cs, &g));
+    CHECK(r == ncclInvalidUsage, "staged capture: got %d", (int)r);
+    CHECK(strstr(ncclGetLastError(comm), "graph") != NULL, "message: %s", ncclGetLastError(comm));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaStreamDestroy(cs));
+    for (float *p : {in, out, dbl, ag, ag2}) CHECK_CUDA(cudaFree(p));
+    test_pass("graph capture refused on the staged path");
+    return;
+  }
+  CHECK(r == ncclSuccess, "captured AllReduce: %d (%s)", (int)r, ncclGetLastError(comm));
+  twice<<<64, 256, 0, cs>>>(out, dbl, n);
+  CHECK_NCCL(ncclAllGather(dbl, ag, q, ncclFloat, comm, cs));
+  twice<<<64, 256, 0, cs>>>(ag, ag2, g_size * q);
+  CHECK_CUDA(cudaStreamEndCapture(cs, &g));
+  cudaGraphExec_t ge;
+  CHECK_CUDA(cudaGraphInstantiate(&ge, g, 0));
+  std::vector<float> h(g_size * q), o(n);
+  for (int rep = 0; rep < 4; rep++) {
+    /* new inputs, late (10 ms) so that peers' replays must wait for them */
+    slow_fill<<<64, 256, 0, cs>>>(in, n, (float)(g_rank + 1 + 10 * rep), 10000000ull);
+    CHECK_CUDA(cudaGraphLaunch(ge, cs));
+    if (rep == 3) {
+      /* twice back to back, new inputs between: the second one counts */
+      slow_fill<<<64, 256, 0, cs>>>(in, n, (float)(g_rank + 2 + 10 * rep), 1000000ull);
+      CHECK_CUDA(cudaGraphLaunch(ge, cs));
+    }
+    CHECK_CUDA(cudaStreamSynchronize(cs));
+    float want = 0;
+    for (int k = 0; k < g_size; k++) want += (float)(k + 1 + 10 * rep + (rep == 3));
+    CHECK_CUDA(cudaMemcpy(o.data(), out, n * 4, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(h.data(), ag2, g_size * q * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i += 1021)
+      CHECK(o[i] == want, "replay %d: sum[%zu] = %g, want %g", rep, i, o[i], want);
+    for (size_t i = 0; i < g_size * q; i += 509)
+      CHECK(h[i] == 4 * want, "replay %d: gathered[%zu] = %g, want %g", rep, i, h[i], 4 * want);
+  }
+  /* the communicator still takes calls outside the graph, on another stream */
+  fill(ncclFloat, ncclSum, n, g_rank, in);
+  CHECK_NCCL(ncclAllReduce(in, out, n, ncclFloat, ncclSum, comm, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  check_result("after the graph", ncclFloat, ncclSum, out, n, g_size, NULL);
+  /* and the graph once more after them */
+  slow_fill<<<64, 256, 0, cs>>>(in, n, 1.0f, 0ull);
+  CHECK_CUDA(cudaGraphLaunch(ge, cs));
+  CHECK_CUDA(cudaStreamSynchronize(cs));
+  CHECK_CUDA(cudaMemcpy(o.data(), out, n * 4, cudaMemcpyDeviceToHost));
+  CHECK(o[n - 1] == (float)g_size, "last replay: %g, want %d", o[n - 1], g_size);
+  ncclResult_t async;
+  CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
+  CHECK(async == ncclSuccess, "async error after the graph: %d", (int)async);
+  CHECK_CUDA(cudaGraphExecDestroy(ge));
+  CHECK_CUDA(cudaGraphDestroy(g));
+  CHECK_CUDA(cudaStreamDestroy(cs));
+  for (float *p : {in, out, dbl, ag, ag2}) CHECK_CUDA(cudaFree(p));
+  test_pass("graph capture: AllReduce and AllGather between kernels, captured in global mode, "
+            "replayed 6 times with new inputs (twice back to back), calls outside the graph between");
 }
 
 /* ---- one process, two ranks on one device -------------------------------- */
@@ -486,13 +575,31 @@ static void test_init_all(void) {
     for (int r = 0; r < 2; r++) check_result("initall", ncclFloat, ncclSum, out[r], c, 2, NULL);
     for (int r = 0; r < 2; r++) fill(ncclFloat, ncclSum, c, r, in[r]);
   }
+  /* Capture is refused where ranks share a process (the driver may run
+   * their host functions one at a time). */
+  cudaStream_t cs[2];
+  cudaGraph_t g[2];
+  for (int r = 0; r < 2; r++) CHECK_CUDA(cudaStreamCreateWithFlags(&cs[r], cudaStreamNonBlocking));
+  for (int r = 0; r < 2; r++) CHECK_CUDA(cudaStreamBeginCapture(cs[r], cudaStreamCaptureModeRelaxed));
+  CHECK_NCCL(ncclGroupStart());
+  for (int r = 0; r < 2; r++) CHECK_NCCL(ncclAllReduce(in[r], out[r], c, ncclFloat, ncclSum, comms[r], cs[r]));
+  ncclResult_t ge = ncclGroupEnd();
+  for (int r = 0; r < 2; r++) CHECK_CUDA(cudaStreamEndCapture(cs[r], &g[r]));
+  CHECK(ge == ncclInvalidUsage, "capture by ranks of one process: %d", (int)ge);
+  const char *algo = getenv("FERROCOLL_ALGO");
+  const char *why = algo && strstr(algo, "gpu=staged") ? "gpu=staged" : "one process";
+  CHECK(strstr(ncclGetLastError(NULL), why) != NULL, "message: %s", ncclGetLastError(NULL));
+  for (int r = 0; r < 2; r++) {
+    CHECK_CUDA(cudaGraphDestroy(g[r]));
+    CHECK_CUDA(cudaStreamDestroy(cs[r]));
+  }
   for (int r = 0; r < 2; r++) {
     CHECK_NCCL(ncclCommDestroy(comms[r]));
     CHECK_CUDA(cudaFree(in[r]));
     CHECK_CUDA(cudaFree(out[r]));
     CHECK_CUDA(cudaStreamDestroy(st[r]));
   }
-  test_pass("ncclCommInitAll: two ranks of one process on one device, grouped and not");
+  test_pass("ncclCommInitAll: two ranks of one process on one device, grouped and not; their capture refused");
 }
 
 int main(int argc, char **argv) {
@@ -518,6 +625,7 @@ int main(int argc, char **argv) {
   test_collectives(comm, s);
   test_premul_and_memalloc(comm, s);
   test_large(comm, s);
+  test_graph(comm, s);
   ncclResult_t async;
   CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
   CHECK(async == ncclSuccess, "async error %d", (int)async);

@@ -179,23 +179,63 @@ pub fn free(p: usize) -> Result<()> {
 /// holding it can move between threads.
 pub type StreamHandle = usize;
 
-/// Fails when `stream` is being captured into a CUDA graph: the device path
-/// orders its work through host threads, which a graph cannot replay.
-pub fn refuse_capture(stream: StreamHandle) -> Result<()> {
+/// Whether `stream` is being captured into a CUDA graph (an invalidated
+/// capture counts: work queued there would be lost, not run).
+pub fn capturing(stream: StreamHandle) -> Result<bool> {
     let mut st = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: the caller's stream handle (NCCL's contract); out-pointer to a local.
     check(
         unsafe { sys::cuStreamIsCapturing(stream as sys::CUstream, &mut st) },
         "cuStreamIsCapturing",
     )?;
-    if st != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-        return Err(GpuError(
-            "the stream is being captured into a CUDA graph: ferrocoll's device path \
-             does not support graph capture"
-                .into(),
-        ));
+    Ok(st != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
+/// This thread in relaxed capture mode until the value drops: while the
+/// caller captures a stream in global mode, our own set-up calls (opening
+/// IPC mappings, loading kernels) would otherwise be refused and spoil
+/// the capture, as NCCL's would.
+pub struct RelaxedCapture(sys::CUstreamCaptureMode);
+
+impl RelaxedCapture {
+    /// Enters relaxed mode.
+    pub fn enter() -> Result<RelaxedCapture> {
+        let mut m = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: in-out pointer to a local.
+        check(
+            unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut m) },
+            "cuThreadExchangeStreamCaptureMode",
+        )?;
+        Ok(RelaxedCapture(m))
     }
-    Ok(())
+}
+
+impl Drop for RelaxedCapture {
+    fn drop(&mut self) {
+        let mut m = self.0;
+        // SAFETY: in-out pointer to a local; restores the caller's mode.
+        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut m) };
+    }
+}
+
+/// A host function queued on a stream (`cuLaunchHostFunc`): the driver
+/// runs it on a thread of its own once the work before it is done, and
+/// work after it waits until it returns. On a stream being captured it
+/// becomes a host node of the graph, run at every launch.
+pub type HostFn = unsafe extern "C" fn(*mut c_void);
+
+/// Queues `f(data)` on `stream`.
+///
+/// # Safety
+/// `stream` is a stream of this process; `data` stays valid for every run
+/// of `f` (for a captured stream: as long as the graph may be launched),
+/// and `f` makes no CUDA call.
+pub unsafe fn launch_host_fn(stream: StreamHandle, f: HostFn, data: *mut c_void) -> Result<()> {
+    // SAFETY: per the contract above.
+    check(
+        unsafe { sys::cuLaunchHostFunc(stream as sys::CUstream, Some(f), data) },
+        "cuLaunchHostFunc",
+    )
 }
 
 /// Waits for the work queued on a stream of the caller's.
@@ -496,18 +536,25 @@ pub enum Dir {
 /// Queues a copy of `len` bytes on `on`.
 ///
 /// # Safety
-/// `dst` and `src` are valid for `len` bytes on the sides `dir` names, and
-/// stay so until `on` has done the copy.
-pub unsafe fn copy_async(dir: Dir, dst: usize, src: usize, len: usize, on: &Stream) -> Result<()> {
+/// `on` is a stream of this process; `dst` and `src` are valid for `len`
+/// bytes on the sides `dir` names, and stay so until `on` has done the copy.
+pub unsafe fn copy_async(
+    dir: Dir,
+    dst: usize,
+    src: usize,
+    len: usize,
+    on: StreamHandle,
+) -> Result<()> {
+    let on = on as sys::CUstream;
     if len == 0 {
         return Ok(());
     }
     // SAFETY: per the contract above.
     let r = unsafe {
         match dir {
-            Dir::ToHost => sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src as u64, len, on.0),
-            Dir::ToDevice => sys::cuMemcpyHtoDAsync_v2(dst as u64, src as *const c_void, len, on.0),
-            Dir::Device => sys::cuMemcpyDtoDAsync_v2(dst as u64, src as u64, len, on.0),
+            Dir::ToHost => sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src as u64, len, on),
+            Dir::ToDevice => sys::cuMemcpyHtoDAsync_v2(dst as u64, src as *const c_void, len, on),
+            Dir::Device => sys::cuMemcpyDtoDAsync_v2(dst as u64, src as u64, len, on),
         }
     };
     check(r, "cuMemcpyAsync")
@@ -595,12 +642,14 @@ fn export_with_range(ptr: usize) -> Option<(Exported, u64, u64)> {
 }
 
 /// Peers' allocations opened in this process, by handle: the most
-/// recently used `MAPPINGS_KEPT`, each closed when it falls out or on drop.
+/// recently used `MAPPINGS_KEPT`, each closed when it falls out or on drop,
+/// except those a CUDA graph may use, kept while the mappings live.
 /// An allocation stays alive while it is mapped here, so an unbounded cache
 /// would keep every buffer a peer ever freed.
 #[derive(Default)]
 pub struct Mappings {
-    open: HashMap<[u8; 64], (sys::CUdeviceptr, u64)>,
+    /// Handle -> (base, last use, kept).
+    open: HashMap<[u8; 64], (sys::CUdeviceptr, u64, bool)>,
     clock: u64,
 }
 
@@ -612,27 +661,30 @@ pub const MAPPINGS_KEPT: usize = 4 * super::kernel::MAX_RANKS;
 unsafe impl Send for Mappings {}
 
 impl Mappings {
-    /// The address in this process of the buffer `e` names.
+    /// The address in this process of the buffer `e` names; `keep` keeps
+    /// it open from now on (work queued on streams other than `users`, or
+    /// captured into a graph, may use it at any time).
     ///
     /// Kernels and copies on `users` may still read an evicted mapping:
     /// they are waited for before it is closed.
-    pub fn address(&mut self, e: &Exported, users: &Stream) -> Result<usize> {
+    pub fn address(&mut self, e: &Exported, users: &Stream, keep: bool) -> Result<usize> {
         self.clock += 1;
         if let Some(m) = self.open.get_mut(&e.handle) {
             m.1 = self.clock;
+            m.2 |= keep;
             return Ok((m.0 + e.offset) as usize);
         }
-        if self.open.len() >= MAPPINGS_KEPT {
-            let oldest = *self
-                .open
-                .iter()
+        let evictable = self.open.iter().filter(|(_, m)| !m.2);
+        if evictable.clone().count() >= MAPPINGS_KEPT {
+            let oldest = *evictable
                 .min_by_key(|(_, m)| m.1)
                 .map(|(h, _)| h)
                 .expect("full");
-            if let Some((b, _)) = self.open.remove(&oldest) {
+            if let Some((b, _, _)) = self.open.remove(&oldest) {
                 users.synchronize()?;
                 // SAFETY: opened by cuIpcOpenMemHandle, closed once; no
-                // work uses it any more (waited for above).
+                // work uses it any more (waited for above; kept ones are
+                // never closed here).
                 unsafe { sys::cuIpcCloseMemHandle(b) };
             }
         }
@@ -646,14 +698,14 @@ impl Mappings {
             unsafe { sys::cuIpcOpenMemHandle_v2(&mut b, h, 1) },
             "cuIpcOpenMemHandle",
         )?;
-        self.open.insert(e.handle, (b, self.clock));
+        self.open.insert(e.handle, (b, self.clock, keep));
         Ok((b + e.offset) as usize)
     }
 }
 
 impl Drop for Mappings {
     fn drop(&mut self) {
-        for (_, (b, _)) in self.open.drain() {
+        for (_, (b, _, _)) in self.open.drain() {
             // SAFETY: opened by cuIpcOpenMemHandle, closed once.
             unsafe { sys::cuIpcCloseMemHandle(b) };
         }

@@ -8,7 +8,7 @@
 //! results are the same bits; then it writes the element to every
 //! destination.
 
-use super::driver::{self, check, GpuError, Result, Stream};
+use super::driver::{self, check, GpuError, Result, StreamHandle};
 use crate::dtype::ElemType;
 use crate::reduce::Op;
 use cudarc::driver::sys;
@@ -351,8 +351,14 @@ fn compile(src: &str, major: c_int, minor: c_int) -> Result<String> {
 /// # Safety
 /// Every source and destination in `args` is device memory of this context
 /// (or mapped into it) holding the elements the range names, and stays so
-/// until `on` has run the kernel.
-pub unsafe fn reduce(device: c_int, ty: ElemType, op: Op, args: &Args, on: &Stream) -> Result<()> {
+/// until `on` (a stream of this process) has run the kernel.
+pub unsafe fn reduce(
+    device: c_int,
+    ty: ElemType,
+    op: Op,
+    args: &Args,
+    on: StreamHandle,
+) -> Result<()> {
     if args.end <= args.begin {
         return Ok(());
     }
@@ -374,7 +380,7 @@ pub unsafe fn reduce(device: c_int, ty: ElemType, op: Op, args: &Args, on: &Stre
                 1,
                 1,
                 0,
-                on.handle() as sys::CUstream,
+                on as sys::CUstream,
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )

@@ -251,6 +251,17 @@ impl Shared {
         Ok(self.device_state.get_or_init(|| d).clone())
     }
 
+    /// Its host's shared-memory segment, once set up.
+    pub fn segment(&self) -> Option<Arc<Segment>> {
+        self.segment.get().cloned()
+    }
+
+    /// Records a failure found outside a call (on a driver thread) for
+    /// `ncclCommGetAsyncError`, unless one is recorded already.
+    pub fn fail(&self, e: NcclErr) {
+        lock(&self.failure).get_or_insert(e);
+    }
+
     /// `ncclCommGetAsyncError`: in progress, the first failure, or success.
     pub fn async_error(&self) -> Result<(), NcclErr> {
         if self.setting_up.load(Ordering::SeqCst) {

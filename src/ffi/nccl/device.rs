@@ -11,6 +11,15 @@
 //! receives), a call waits on the host for the work queued before it,
 //! runs, and completes before it returns.
 //!
+//! A call on a stream being captured into a CUDA graph is ordered another
+//! way, since a graph replays what was queued and nothing of the host:
+//! every rank queues a barrier on its stream (`stream_barrier`, a host
+//! function), the leaders their kernels and copies, then a second barrier.
+//! Every rank takes the call so where any rank captures it, and
+//! `FERROCOLL_ALGO=gpu=graph` forces it for live calls (to test it). What
+//! only staging could run is refused in capture; so are ranks sharing a
+//! process, whose host functions the driver may run one at a time.
+//!
 //! Two ways to run: peers on this host with shareable buffers (CUDA IPC) are
 //! reduced device to device by a kernel, each rank one slice written to
 //! every destination; anything else (other collectives, sends and
@@ -19,6 +28,7 @@
 
 use super::comm::Shared;
 use super::result::{NcclErr, NcclResult};
+use super::stream_barrier::StreamBarrier;
 use super::types::ncclResult_t;
 use super::work::{self, Job, Kind, Red};
 use crate::coll::{self, Ctx};
@@ -86,10 +96,12 @@ pub fn on_device(job: &Job, n: usize, me: usize) -> NcclResult<bool> {
     Ok(device)
 }
 
-/// Checks a device call's stream: any stream of the process, but not one
-/// being captured into a CUDA graph.
+/// Checks a device call's stream: any stream of the process, being
+/// captured into a CUDA graph or not.
 pub fn check_stream(stream: usize) -> NcclResult<()> {
-    driver::refuse_capture(stream).map_err(|e| NcclErr::usage(e.0))
+    driver::capturing(stream)
+        .map(|_| ())
+        .map_err(|e| NcclErr::usage(e.0))
 }
 
 /// What a communicator holds for its device calls.
@@ -123,6 +135,9 @@ pub struct DeviceState {
     sharing: Option<Sharing>,
     /// Where the calls' time went (logged at `FERROCOLL_DEBUG=info`).
     phases: Phases,
+    /// The ranks' barrier on streams, made by the first call that needs it
+    /// (`stream_barrier`: it lives as long as the process).
+    barrier: Option<&'static StreamBarrier>,
 }
 
 impl Drop for DeviceState {
@@ -205,6 +220,7 @@ impl DeviceState {
             peers: Mappings::default(),
             exports: Exports::default(),
             phases: Phases::default(),
+            barrier: None,
         })
     }
 }
@@ -235,10 +251,23 @@ fn ensure_context(device: c_int) -> NcclResult<driver::Entered> {
 /// them, else to completion.
 pub fn submit(sh: &Arc<Shared>, jobs: Vec<Job>) -> NcclResult<()> {
     let _ctx = ensure_context(sh.device)?;
+    let modes = modes(&jobs)?;
+    refuse_in_capture(&jobs, &modes)?;
+    // Our own CUDA calls (allocations on first use, opening mappings,
+    // loading kernels) must not spoil a capture in global mode.
+    let _relaxed = if modes.contains(&Mode::Captured) {
+        Some(driver::RelaxedCapture::enter().map_err(cuda)?)
+    } else {
+        None
+    };
     let state = sh.device_state(|| DeviceState::new(sh))?;
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
     st.phases.calls += 1;
-    sh.with_core(|core| run(&jobs, core, &mut st))
+    // A refusal fails the call, not the communicator (ncclCommGetAsyncError).
+    match sh.with_core(|core| run(sh, &jobs, &modes, core, &mut st))? {
+        Some(refused) => Err(refused),
+        None => Ok(()),
+    }
 }
 
 /// Waits on the host for the work queued on `jobs`' streams.
@@ -255,12 +284,81 @@ fn wait_for_streams(jobs: &[Job], st: &mut DeviceState) -> NcclResult<()> {
     Ok(())
 }
 
+/// How a rank takes a call on the IPC path.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// Ordered by events, or completed on the host (`Sharing`).
+    Events,
+    /// Ordered by barriers queued on the streams (`StreamBarrier`),
+    /// forced by `FERROCOLL_ALGO=gpu=graph` (which tests them).
+    Barriers,
+    /// The stream is being captured into a CUDA graph: barriers on the
+    /// streams, and nothing but the IPC path.
+    Captured,
+}
+
+/// The message of a call refused while its stream is captured.
+fn refused_in_capture(name: &str, why: &str) -> NcclErr {
+    NcclErr::usage(format!(
+        "{name} on a stream being captured into a CUDA graph (here or at another rank): \
+         {why}; ferrocoll captures collectives of one host on device buffers that CUDA IPC \
+         can share"
+    ))
+}
+
+/// Each job's `Mode`, from its stream.
+fn modes(jobs: &[Job]) -> NcclResult<Vec<Mode>> {
+    let forced = crate::param::params().algo_for("gpu");
+    jobs.iter()
+        .map(|j| {
+            Ok(if driver::capturing(j.stream).map_err(cuda)? {
+                Mode::Captured
+            } else if forced == Some("graph") {
+                Mode::Barriers
+            } else {
+                Mode::Events
+            })
+        })
+        .collect()
+}
+
+/// Refuses the captured jobs that only staging could run (every rank
+/// capturing the same calls refuses alike, before meeting the others).
+fn refuse_in_capture(jobs: &[Job], modes: &[Mode]) -> NcclResult<()> {
+    let staged = crate::param::params().algo_for("gpu") == Some("staged");
+    for (j, _) in jobs
+        .iter()
+        .zip(modes)
+        .filter(|(_, m)| **m == Mode::Captured)
+    {
+        let why = if j.is_p2p() {
+            "sends and receives are staged through host memory"
+        } else if matches!(j.red, Some(Red::PreMulAt(_))) {
+            "a PreMulSum scalar in device memory (ncclScalarDevice) is read on the host; \
+             use ncclScalarHostImmediate"
+        } else if staged {
+            "FERROCOLL_ALGO=gpu=staged stages every call through host memory"
+        } else {
+            continue;
+        };
+        return Err(refused_in_capture(j.name, why));
+    }
+    Ok(())
+}
+
 /// Runs one batch on the core: as the host path does, its sends and
 /// receives (staged) are posted first and complete last, and its
 /// collectives run in call order between, each taking the IPC path or
 /// staging as every rank decides alike in that collective's own exchange
 /// (ranks' batches may differ in their point-to-point parts).
-fn run(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> NcclResult<()> {
+fn run(
+    sh: &Arc<Shared>,
+    jobs: &[Job],
+    modes: &[Mode],
+    core: &mut super::comm::Core,
+    st: &mut DeviceState,
+) -> NcclResult<Option<NcclErr>> {
+    let forced = crate::param::params().algo_for("gpu");
     // Staging, and a scalar in device memory, need the streams' work done
     // first; so does a staged call after one queued on the IPC path.
     let mut waited = false;
@@ -268,7 +366,14 @@ fn run(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> Nccl
         .iter()
         .any(|j| j.is_p2p() || matches!(j.red, Some(Red::PreMulAt(_))));
     if host_first {
-        wait_for_streams(jobs, st)?;
+        // (A captured stream's earlier work is the graph's to order.)
+        let live: Vec<Job> = jobs
+            .iter()
+            .zip(modes)
+            .filter(|(_, m)| **m != Mode::Captured)
+            .map(|(j, _)| j.clone())
+            .collect();
+        wait_for_streams(&live, st)?;
         waited = true;
     }
     let mut jobs = jobs.to_vec();
@@ -285,12 +390,22 @@ fn run(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> Nccl
     let host_p2p = layout.host_jobs(&p2p, n, me, base);
     layout.copy(Dir::ToHost, base, st)?;
     let posted = work::post_p2p(&host_p2p, core)?;
-    let forced = crate::param::params().algo_for("gpu");
-    for j in jobs.iter().filter(|j| !j.is_p2p()) {
-        let queued = forced != Some("staged") && peer_kind(j.kind) && ipc(j, core, st, waited)?;
-        if queued {
-            waited = false;
-            continue;
+    let mut refused = None;
+    for (j, &mode) in jobs.iter().zip(modes).filter(|(j, _)| !j.is_p2p()) {
+        if forced != Some("staged") && peer_kind(j.kind) {
+            match ipc(sh, j, core, st, waited, mode)? {
+                Route::Queued => {
+                    waited = false;
+                    continue;
+                }
+                // Every rank stops here alike; the sends and receives
+                // still complete.
+                Route::Refused(e) => {
+                    refused = Some(e);
+                    break;
+                }
+                Route::Staged => {}
+            }
         }
         if !waited {
             wait_for_streams(std::slice::from_ref(j), st)?;
@@ -302,7 +417,8 @@ fn run(jobs: &[Job], core: &mut super::comm::Core, st: &mut DeviceState) -> Nccl
         }
     }
     work::finish_p2p(posted, core)?;
-    layout.copy(Dir::ToDevice, base, st)
+    layout.copy(Dir::ToDevice, base, st)?;
+    Ok(refused)
 }
 
 /// Reads a PreMulSum scalar that lives in device memory, now that the
@@ -319,7 +435,7 @@ fn resolve_scalar(j: &mut Job, st: &mut DeviceState) -> NcclResult<()> {
                 v.as_mut_ptr() as usize,
                 addr,
                 v.len(),
-                &st.stream,
+                st.stream.handle(),
             )
         }
         .map_err(cuda)?;
@@ -345,7 +461,14 @@ fn copy_kind(k: Kind) -> bool {
 /// One rank's part of the IPC exchange.
 #[derive(Clone, Copy)]
 struct Record {
+    /// Its buffers are shared and its kernels loaded.
     ok: bool,
+    /// It can order the call by events.
+    events_ok: bool,
+    /// It can order the call by barriers on the streams.
+    barriers_ok: bool,
+    /// Its `Mode`.
+    mode: u8,
     /// Its process (`process_id`).
     process: u64,
     /// Its CUDA device.
@@ -365,7 +488,7 @@ struct Record {
     done: [u8; 64],
 }
 
-const RECORD: usize = 1 + 8 + 4 + 8 + 8 + 8 + (64 + 8) * 2 + 8 + 8 + 8 + 64 + 64;
+const RECORD: usize = 4 + 8 + 4 + 8 + 8 + 8 + (64 + 8) * 2 + 8 + 8 + 8 + 64 + 64;
 
 /// This process, told apart from every other on the host: its pid, and
 /// when it first asked. Ranks compare it to use each other's raw pointers,
@@ -383,7 +506,12 @@ fn process_id() -> u64 {
 impl Record {
     fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(RECORD);
-        v.push(self.ok as u8);
+        v.extend([
+            self.ok as u8,
+            self.events_ok as u8,
+            self.barriers_ok as u8,
+            self.mode,
+        ]);
         v.extend(self.process.to_le_bytes());
         v.extend(self.dev.to_le_bytes());
         for x in [self.gpu, self.send_raw, self.recv_raw] {
@@ -406,6 +534,9 @@ impl Record {
         let mut r = Reader { b, at: 0 };
         Record {
             ok: r.array::<1>()[0] != 0,
+            events_ok: r.array::<1>()[0] != 0,
+            barriers_ok: r.array::<1>()[0] != 0,
+            mode: r.array::<1>()[0],
             process: r.u64(),
             dev: i32::from_le_bytes(r.array()),
             gpu: r.u64(),
@@ -446,6 +577,45 @@ impl Reader<'_> {
     }
 }
 
+/// How the ranks order a call on the IPC path, from their records: by
+/// barriers on the streams (true) where any rank captures a graph or they
+/// are forced and every rank can, else by events (false); Err says why the
+/// call cannot take the IPC path.
+fn protocol(recs: &[Record]) -> Result<bool, String> {
+    if let Some(k) = recs.iter().position(|r| !r.ok) {
+        return Err(format!(
+            "rank {k}'s buffers cannot be shared through CUDA IPC, or its device lacks \
+             the reduction kernels"
+        ));
+    }
+    let captured = recs.iter().any(|r| r.mode == Mode::Captured as u8);
+    if recs.iter().any(|r| r.mode != Mode::Events as u8) {
+        let local = |a: usize| (0..a).find(|&b| recs[b].process == recs[a].process);
+        let why = if let Some(k) = recs.iter().position(|r| !r.barriers_ok) {
+            Some(format!(
+                "rank {k} has no shared memory of this host holding every rank"
+            ))
+        } else if let Some((a, b)) = (0..recs.len()).find_map(|a| local(a).map(|b| (b, a))) {
+            Some(format!(
+                "ranks {a} and {b} are in one process, whose host functions the CUDA \
+                 driver may run one at a time"
+            ))
+        } else {
+            None
+        };
+        match why {
+            None => return Ok(true),
+            Some(w) if captured => return Err(w),
+            // Forced only: ordered by events instead.
+            Some(_) => {}
+        }
+    }
+    match recs.iter().position(|r| !r.events_ok) {
+        Some(k) => Err(format!("rank {k} cannot order the call by events")),
+        None => Ok(false),
+    }
+}
+
 /// Exchanges with every rank, on the host core, `mine` (fixed size).
 fn exchange(core: &mut super::comm::Core, name: &'static str, mine: &[u8]) -> NcclResult<Vec<u8>> {
     let n = core.comm.size();
@@ -481,9 +651,24 @@ fn sharing(ranks: &[(u64, u64)]) -> Sharing {
     }
 }
 
-/// The IPC path: returns false (having done nothing the caller sees) when
-/// some rank cannot take part, which every rank learns from the same
-/// exchange. `waited`: the host has waited for the stream's work already.
+/// Where a call on device buffers went.
+enum Route {
+    /// Queued on the IPC path.
+    Queued,
+    /// To the staged path, as every rank decided.
+    Staged,
+    /// Refused by every rank alike (a capture the IPC path cannot take):
+    /// the call fails, the communicator stays usable.
+    Refused(NcclErr),
+}
+
+/// The IPC path: `Route::Staged` (having done nothing the caller sees)
+/// when some rank cannot take part, which every rank learns from the same
+/// exchange, or `Refused` where a rank captures the call. `waited`: the
+/// host has waited for the stream's work already.
+///
+/// Where any rank captures the call into a graph (or `mode` forces it),
+/// barriers on the streams order it: see the module's documentation.
 ///
 /// Where no GPU is shared by processes, the call is stream-ordered, as
 /// NCCL's: each rank records `ready` on its stream where the call stands,
@@ -494,14 +679,22 @@ fn sharing(ranks: &[(u64, u64)]) -> Sharing {
 /// shared by processes, every rank waits for its stream on the host first,
 /// the leaders run the work to completion, and only they use the GPU.
 fn ipc(
+    sh: &Arc<Shared>,
     job: &Job,
     core: &mut super::comm::Core,
     st: &mut DeviceState,
     waited: bool,
-) -> NcclResult<bool> {
+    mode: Mode,
+) -> NcclResult<Route> {
     let (n, me) = (core.comm.size(), core.comm.rank());
     if n > MAX_RANKS || core.eng.multi_host() {
-        return Ok(false);
+        if mode == Mode::Captured {
+            return Ok(Route::Refused(refused_in_capture(
+                job.name,
+                &format!("its ranks span hosts, or number over {MAX_RANKS}"),
+            )));
+        }
+        return Ok(Route::Staged);
     }
     let mut t = Instant::now();
     let sharing = match st.sharing {
@@ -527,7 +720,10 @@ fn ipc(
         }
     };
     let stream = job.stream;
-    let ordered = if sharing == Sharing::Shared {
+    let ordered = if mode != Mode::Events {
+        // Ordered by barriers on the stream, should every rank agree.
+        Ok(())
+    } else if sharing == Sharing::Shared {
         if waited {
             Ok(())
         } else {
@@ -580,9 +776,14 @@ fn ipc(
         ok: send.is_some()
             && recv.is_some()
             && (st.kernels || copy_kind(job.kind))
-            && !in_place_alltoall
+            && !in_place_alltoall,
+        // Barrier modes did not order the stream above: no events then.
+        events_ok: mode == Mode::Events
             && ordered.is_ok()
             && (sharing == Sharing::Shared || st.handles.is_some()),
+        // Every rank maps the host's segment as the communicator's rank.
+        barriers_ok: sh.segment().is_some_and(|s| s.nranks() == n),
+        mode: mode as u8,
         process: process_id(),
         dev: st.device,
         gpu: st.gpu,
@@ -599,9 +800,13 @@ fn ipc(
     let all = exchange(core, job.name, &mine.encode())?;
     st.phases.add("exchange", &mut t);
     let recs: Vec<Record> = all.chunks_exact(RECORD).map(Record::decode).collect();
-    if !recs.iter().all(|r| r.ok) {
-        return Ok(false);
-    }
+    let barriers = match protocol(&recs) {
+        Ok(b) => b,
+        Err(why) if recs.iter().any(|r| r.mode == Mode::Captured as u8) => {
+            return Ok(Route::Refused(refused_in_capture(job.name, &why)))
+        }
+        Err(_) => return Ok(Route::Staged),
+    };
     // Peers' buffers and events in this process: ranks of this process use
     // theirs as is.
     let mut opened = Ok(());
@@ -624,11 +829,13 @@ fn ipc(
             if local || raw == 0 {
                 Ok(raw as usize)
             } else {
-                st.peers.address(e, &st.stream)
+                // Work queued on the callers' streams (or captured) may use
+                // the mapping after `st.stream` is done: kept open.
+                st.peers.address(e, &st.stream, barriers)
             }
         };
         let mut event = |raw: u64, h: &[u8; 64]| -> driver::Result<u64> {
-            if local || sharing == Sharing::Shared {
+            if local || sharing == Sharing::Shared || barriers {
                 Ok(raw)
             } else {
                 st.peer_events.event(h)
@@ -659,6 +866,12 @@ fn ipc(
     // Everyone must have mapped everything before anyone writes.
     let flags = exchange(core, job.name, &[opened.is_ok() as u8])?;
     st.phases.add("agree", &mut t);
+    if flags.contains(&0) && recs.iter().any(|r| r.mode == Mode::Captured as u8) {
+        return Ok(Route::Refused(refused_in_capture(
+            job.name,
+            "a rank could not map its peers' buffers",
+        )));
+    }
     if flags.contains(&0) {
         crate::param::debug_log(crate::param::DebugLevel::Info, || {
             format!(
@@ -667,10 +880,28 @@ fn ipc(
                 opened.as_ref().err().map(|e| e.0.as_str()).unwrap_or("another rank")
             )
         });
-        return Ok(false);
+        return Ok(Route::Staged);
     }
     let leaders = leaders(&recs);
     let actions = plan(job, n, me, &sends, &recvs, &recs);
+    if barriers {
+        let bar = *st.barrier.get_or_insert_with(|| {
+            let seg = sh.segment().expect("checked by barriers_ok");
+            StreamBarrier::leak(seg, me, n, Arc::downgrade(sh))
+        });
+        // Every rank's inputs are ready, then the leaders work on their
+        // streams, then every leader's part is written.
+        // SAFETY (all three): the caller's stream (NCCL's contract).
+        if n > 1 {
+            unsafe { bar.queue(stream) }.map_err(cuda)?;
+        }
+        launch(job, &actions, st, stream).map_err(cuda)?;
+        if n > 1 {
+            unsafe { bar.queue(stream) }.map_err(cuda)?;
+        }
+        st.phases.add("queued", &mut t);
+        return Ok(Route::Queued);
+    }
     if !actions.is_empty() {
         let ours = st.stream.handle();
         if sharing == Sharing::Apart {
@@ -680,7 +911,7 @@ fn ipc(
                 unsafe { driver::wait_event(ours, e) }.map_err(cuda)?;
             }
         }
-        launch(job, &actions, st).map_err(cuda)?;
+        launch(job, &actions, st, ours).map_err(cuda)?;
         if sharing == Sharing::Apart {
             // SAFETY: our own stream.
             unsafe { st.done.record(ours) }.map_err(cuda)?;
@@ -702,7 +933,7 @@ fn ipc(
             unsafe { driver::wait_event(stream, dones[k]) }.map_err(cuda)?;
         }
     }
-    Ok(true)
+    Ok(Route::Queued)
 }
 
 /// One step of a rank's share of an IPC collective.
@@ -714,20 +945,27 @@ enum Action {
     Reduce { op: Op, args: Box<Args> },
 }
 
-/// Queues this rank's share of an IPC collective.
-fn launch(job: &Job, actions: &[Action], st: &mut DeviceState) -> driver::Result<()> {
+/// Queues this rank's share of an IPC collective on `on`.
+fn launch(
+    job: &Job,
+    actions: &[Action],
+    st: &DeviceState,
+    on: driver::StreamHandle,
+) -> driver::Result<()> {
     for a in actions {
         match *a {
             // SAFETY: both are buffers of the call's size (NCCL's
-            // signature, checked by the export), kept until the barrier.
+            // signature, checked by the export), kept while `on` (ours or
+            // the caller's stream) may use them: until the host barrier,
+            // or mapped for good where barriers on the streams order it.
             Action::Copy { dst, src, len } => unsafe {
-                copy_async(Dir::Device, dst, src, len, &st.stream)?
+                copy_async(Dir::Device, dst, src, len, on)?
             },
             // SAFETY: every source and destination is a buffer of the
-            // call's size, of this context or mapped into it, kept until
-            // the barrier.
+            // call's size, of this context or mapped into it, kept as for
+            // copies.
             Action::Reduce { op, ref args } => unsafe {
-                kernel::reduce(st.device, job.ty, op, args, &st.stream)?
+                kernel::reduce(st.device, job.ty, op, args, on)?
             },
         }
     }
@@ -971,7 +1209,7 @@ impl Layout {
                 };
                 // SAFETY: the caller's device range (NCCL's signature) and
                 // the staging block at `base`, which holds `total` bytes.
-                unsafe { copy_async(dir, dst, src, r.len, &st.stream) }.map_err(cuda)?;
+                unsafe { copy_async(dir, dst, src, r.len, st.stream.handle()) }.map_err(cuda)?;
             }
         }
         st.stream.synchronize().map_err(cuda)
@@ -1098,7 +1336,7 @@ fn staged_pieces(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) 
                 p.host.send,
                 job.send + p.off,
                 p.len,
-                &st.stream,
+                st.stream.handle(),
             )
         }
         .map_err(cuda)
@@ -1111,7 +1349,7 @@ fn staged_pieces(job: &Job, core: &mut super::comm::Core, st: &mut DeviceState) 
                 job.recv + p.off,
                 p.host.recv,
                 p.len,
-                &st.stream,
+                st.stream.handle(),
             )
         }
         .map_err(cuda)
@@ -1294,6 +1532,9 @@ mod tests {
                 scalar[..4].copy_from_slice(&scalars.get(k).copied().unwrap_or(1).to_ne_bytes());
                 Record {
                     ok: true,
+                    events_ok: true,
+                    barriers_ok: true,
+                    mode: Mode::Events as u8,
                     process: 1,
                     dev: 0,
                     gpu: gpu(k),
@@ -1554,6 +1795,9 @@ mod tests {
     fn records_survive_the_exchange() {
         let r = Record {
             ok: true,
+            events_ok: false,
+            barriers_ok: true,
+            mode: Mode::Captured as u8,
             process: 4242 << 40 | 77,
             dev: 3,
             gpu: 0x1_0042_0000,
@@ -1576,7 +1820,8 @@ mod tests {
         let bytes = r.encode();
         assert_eq!(bytes.len(), RECORD);
         let d = Record::decode(&bytes);
-        assert!(d.ok);
+        assert!(d.ok && !d.events_ok && d.barriers_ok);
+        assert_eq!(d.mode, Mode::Captured as u8);
         assert_eq!(
             (d.process, d.dev, d.gpu, d.send_raw, d.recv_raw),
             (r.process, r.dev, r.gpu, r.send_raw, r.recv_raw)
@@ -1586,5 +1831,41 @@ mod tests {
             (d.ready_raw, d.done_raw, d.ready, d.done),
             (r.ready_raw, r.done_raw, r.ready, r.done)
         );
+    }
+
+    #[test]
+    fn ranks_agree_how_a_call_is_ordered() {
+        let base = Record::decode(&[0u8; RECORD]);
+        let rec = |process: u64, mode: Mode| Record {
+            ok: true,
+            events_ok: mode == Mode::Events,
+            barriers_ok: true,
+            mode: mode as u8,
+            process,
+            ..base
+        };
+        use Mode::*;
+        // Events unless a rank captures or barriers are forced.
+        assert_eq!(protocol(&[rec(1, Events), rec(2, Events)]), Ok(false));
+        // One rank capturing puts every rank on barriers.
+        assert_eq!(protocol(&[rec(1, Events), rec(2, Captured)]), Ok(true));
+        assert_eq!(protocol(&[rec(1, Barriers), rec(2, Barriers)]), Ok(true));
+        // Ranks of one process cannot use barriers: forced ones fall back
+        // (here to staging: they did not order by events), captured fail.
+        let e = protocol(&[rec(1, Barriers), rec(1, Barriers)]).unwrap_err();
+        assert!(e.contains("events"), "{e}");
+        let e = protocol(&[rec(2, Events), rec(1, Captured), rec(1, Captured)]).unwrap_err();
+        assert!(
+            e.contains("ranks 1 and 2") && e.contains("one process"),
+            "{e}"
+        );
+        let mut no_seg = rec(2, Events);
+        no_seg.barriers_ok = false;
+        let e = protocol(&[rec(1, Captured), no_seg]).unwrap_err();
+        assert!(e.contains("rank 1 has no shared memory"), "{e}");
+        let mut unshared = rec(2, Captured);
+        unshared.ok = false;
+        let e = protocol(&[rec(1, Captured), unshared]).unwrap_err();
+        assert!(e.contains("rank 1's buffers"), "{e}");
     }
 }

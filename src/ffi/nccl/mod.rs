@@ -1,7 +1,7 @@
 //! The NCCL face (`include/nccl.h`): NVIDIA's API and ABI over the same
 //! core as the MPI face. Host mode: buffers are host memory and every call
 //! completes before it returns (with no CUDA driver the stream must be
-//! NULL). Device buffers (`device`) run stream-ordered on a proxy thread.
+//! NULL). Device buffers: `device`.
 
 // Exports take C's pointers by value, as NCCL declares them; each one is
 // checked before it is dereferenced.
@@ -16,6 +16,7 @@ pub mod init;
 pub mod mem;
 pub mod redop;
 pub mod result;
+pub mod stream_barrier;
 pub mod types;
 pub mod unsupported;
 pub mod work;

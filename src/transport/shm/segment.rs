@@ -1,5 +1,6 @@
 //! The job's shared-memory segment: a header (attach count, pids, abort
-//! flag), one doorbell and one "where it runs" word per rank, each rank's
+//! flag), one doorbell, one "where it runs" word and one stream-barrier
+//! word per rank, each rank's
 //! collective slot areas and one ring per ordered pair of ranks.
 //!
 //! Rank 0 creates `/dev/shm/ferrocoll-<job>` (mode 0600), the others open it;
@@ -67,6 +68,7 @@ unsafe impl Send for Segment {}
 struct Layout {
     bells: usize,
     cpus: usize,
+    barriers: usize,
     slots: usize,
     rings: usize,
     total: usize,
@@ -75,12 +77,14 @@ struct Layout {
 fn layout(nranks: usize, ring_bytes: usize) -> Layout {
     let bells = HEADER_BYTES;
     let cpus = bells + nranks * 64;
-    let slots = (cpus + nranks * 64).div_ceil(4096) * 4096;
+    let barriers = cpus + nranks * 64;
+    let slots = (barriers + nranks * 64).div_ceil(4096) * 4096;
     let rings = (slots + nranks * AREAS * AREA_BYTES).div_ceil(4096) * 4096;
     let total = rings + nranks * nranks * (CTRL_BYTES + ring_bytes);
     Layout {
         bells,
         cpus,
+        barriers,
         slots,
         rings,
         total,
@@ -361,6 +365,17 @@ impl Segment {
         // SAFETY: the word is 64-byte aligned inside the mapping (see
         // `layout`), zero-initialised, and used only atomically.
         unsafe { &*(self.base().add(cpus + 64 * rank) as *const AtomicU32) }
+    }
+
+    /// How many stream barriers `rank` has reached (NCCL calls ordered on
+    /// their CUDA streams by host functions, `ffi::nccl::stream_barrier`),
+    /// wrapping. A line of its own: the driver's threads poll it.
+    pub fn barrier_word(&self, rank: usize) -> &AtomicU32 {
+        assert!(rank < self.nranks);
+        let at = self.layout.barriers;
+        // SAFETY: the word is 64-byte aligned inside the mapping (see
+        // `layout`), zero-initialised, and used only atomically.
+        unsafe { &*(self.base().add(at + 64 * rank) as *const AtomicU32) }
     }
 
     /// Collective slot area `area` of `rank`.
