@@ -800,11 +800,10 @@ fn ipc(
     let all = exchange(core, job.name, &mine.encode())?;
     st.phases.add("exchange", &mut t);
     let recs: Vec<Record> = all.chunks_exact(RECORD).map(Record::decode).collect();
+    let captured = recs.iter().any(|r| r.mode == Mode::Captured as u8);
     let barriers = match protocol(&recs) {
         Ok(b) => b,
-        Err(why) if recs.iter().any(|r| r.mode == Mode::Captured as u8) => {
-            return Ok(Route::Refused(refused_in_capture(job.name, &why)))
-        }
+        Err(why) if captured => return Ok(Route::Refused(refused_in_capture(job.name, &why))),
         Err(_) => return Ok(Route::Staged),
     };
     // Peers' buffers and events in this process: ranks of this process use
@@ -866,7 +865,7 @@ fn ipc(
     // Everyone must have mapped everything before anyone writes.
     let flags = exchange(core, job.name, &[opened.is_ok() as u8])?;
     st.phases.add("agree", &mut t);
-    if flags.contains(&0) && recs.iter().any(|r| r.mode == Mode::Captured as u8) {
+    if flags.contains(&0) && captured {
         return Ok(Route::Refused(refused_in_capture(
             job.name,
             "a rank could not map its peers' buffers",

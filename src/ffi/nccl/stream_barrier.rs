@@ -15,6 +15,7 @@
 
 use super::comm::Shared;
 use super::result::NcclErr;
+use crate::error::Error;
 use crate::gpu::driver::{self, StreamHandle};
 use crate::param::{debug_log, params, DebugLevel};
 use crate::transport::shm::futex;
@@ -42,6 +43,8 @@ const SPINS: u32 = 64;
 const NAP: Duration = Duration::from_millis(1);
 /// How often a peer's process is looked for while waiting on it.
 const PROBE: Duration = Duration::from_millis(100);
+/// What its errors say was waiting.
+const OP: &str = "a call queued on a CUDA stream (or graph)";
 
 impl StreamBarrier {
     /// The barrier of rank `me` of `n`, whose ranks all map `seg` with
@@ -63,9 +66,10 @@ impl StreamBarrier {
     }
 
     /// Counts this rank's arrival and waits until every rank has arrived
-    /// as often. Fails when the job is aborted, a peer's process is gone,
-    /// or `FERROCOLL_TIMEOUT` passes.
-    pub fn arrive_and_wait(&self) -> Result<(), String> {
+    /// as often. Fails, as the engine's waits do, when the job is aborted,
+    /// a rank of the host was found dead, a peer's process is gone (which
+    /// it then tells the others), or `FERROCOLL_TIMEOUT` passes.
+    pub fn arrive_and_wait(&self) -> Result<(), Error> {
         let mine = self.seg.barrier_word(self.me);
         let target = mine.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
         futex::wake_all(mine);
@@ -85,20 +89,25 @@ impl StreamBarrier {
                     std::hint::spin_loop();
                     continue;
                 }
-                if let Some((r, _)) = self.seg.aborted() {
-                    return Err(format!("rank {r} aborted the communicator"));
+                if let Some((rank, code)) = self.seg.aborted() {
+                    return Err(Error::Aborted { rank, code });
+                }
+                if let Some(rank) = self.seg.dead() {
+                    return Err(Error::PeerDied { rank, op: OP });
                 }
                 if probed.elapsed() >= PROBE {
                     probed = Instant::now();
                     if !pid_alive(self.seg.pid_of(k)) {
-                        return Err(format!("rank {k}'s process is gone"));
+                        self.seg.set_dead(k);
+                        return Err(Error::PeerDied { rank: k, op: OP });
                     }
                     if let Some(t) = params().timeout {
                         if start.elapsed() >= t {
-                            return Err(format!(
-                                "timed out after {} s waiting for rank {k}",
-                                t.as_secs_f64()
-                            ));
+                            return Err(Error::Timeout {
+                                secs: t.as_secs_f64(),
+                                op: OP,
+                                peers: k.to_string(),
+                            });
                         }
                     }
                 }
@@ -111,20 +120,21 @@ impl StreamBarrier {
 
 /// The host function: `data` is a leaked `StreamBarrier`. A failure lets
 /// the stream go on (a host function cannot fail it) and is reported by
-/// `ncclCommGetAsyncError`, as NCCL reports a failed kernel's peer.
+/// `ncclCommGetAsyncError` with the class the engine's waits give it.
 unsafe extern "C" fn arrive(data: *mut c_void) {
     // SAFETY: `queue` passes a leaked StreamBarrier, never freed.
     let b = unsafe { &*(data as *const StreamBarrier) };
-    let out = std::panic::catch_unwind(|| b.arrive_and_wait())
-        .unwrap_or_else(|_| Err("the stream barrier panicked".into()));
-    if let Err(why) = out {
-        let msg = format!("a call queued on a CUDA stream (or graph) did not complete: {why}");
-        debug_log(DebugLevel::Warn, || msg.clone());
+    let out = std::panic::catch_unwind(|| b.arrive_and_wait().map_err(NcclErr::from))
+        .unwrap_or_else(|_| {
+            Err(NcclErr {
+                code: super::types::ncclResult_t::ncclInternalError,
+                msg: "the stream barrier panicked".into(),
+            })
+        });
+    if let Err(e) = out {
+        debug_log(DebugLevel::Warn, || format!("ferrocoll: {}", e.msg));
         if let Some(c) = b.comm.upgrade() {
-            c.fail(NcclErr {
-                code: super::types::ncclResult_t::ncclRemoteError,
-                msg,
-            });
+            c.fail(e);
         }
     }
 }
@@ -171,6 +181,6 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         seg.set_abort(1, 1);
         let e = t.join().unwrap().unwrap_err();
-        assert!(e.contains("rank 1 aborted"), "{e}");
+        assert!(e.to_string().contains("rank 1 aborted"), "{e}");
     }
 }
