@@ -11,7 +11,8 @@
 //! | `FERROCOLL_GPU_STAGING_BYTES` | `67108864` | pinned host memory per communicator for NCCL calls on device buffers that are staged through host memory (larger ones use pageable memory) |
 //! | `FERROCOLL_SHM_RING_BYTES` | `1048576` | bytes of each per-pair shared-memory ring |
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
-//! | `FERROCOLL_RNDV_BYTES` | `65536` | messages from this size wait for the matching receive and land directly in its buffer |
+//! | `FERROCOLL_RNDV_BYTES` | `8192` / `65536` | messages from this size wait for the matching receive and land directly in its buffer; 8 KiB where the receiver reads them from the sender's memory (`FERROCOLL_CMA`) and ranks do not outnumber cores, else 64 KiB |
+//! | `FERROCOLL_CMA` | `on` | `on`: a rank reads announced messages from another rank of its host straight out of the sender's memory (`process_vm_readv`, one copy), falling back to the ring where the kernel refuses; `off`: always through the ring |
 //! | `FERROCOLL_CACHE_BYTES` | (from sysfs) | bytes of the last-level CPU cache: received messages (and a rank's own block) from half this size, and streamed collective results from four times it, are stored past the cache |
 //! | `FERROCOLL_FAR` | `auto` | how collectives write their data into shared memory (from 4 KiB), and messages from 16 KiB theirs into the rings: `auto`: cached, but past the cache while a rank's own cached writes run slow (this host's cores far apart, see `transport::shm::far`); `on`: always past the cache; `off`: always cached |
 //! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
@@ -60,8 +61,12 @@ pub struct Params {
     pub ring_bytes: usize,
     /// `FERROCOLL_SPIN`.
     pub spin: u32,
-    /// `FERROCOLL_RNDV_BYTES`.
-    pub rndv_min: usize,
+    /// `FERROCOLL_RNDV_BYTES`; `None`: the engine's default
+    /// (`comm::engine::rndv_default`).
+    pub rndv_min: Option<usize>,
+    /// `FERROCOLL_CMA`: announced messages on this host are read from the
+    /// sender's memory (`transport::shm::cma`).
+    pub cma: bool,
     /// `FERROCOLL_CACHE_BYTES`; `None`: read the cache size from sysfs.
     pub cache_bytes: Option<usize>,
     /// `FERROCOLL_TRANSPORT`.
@@ -137,8 +142,11 @@ impl Params {
                 .unwrap_or(2000),
             rndv_min: get("FERROCOLL_RNDV_BYTES")
                 .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(64 * 1024)
-                .max(1),
+                .map(|b| b.max(1)),
+            cma: !matches!(
+                get("FERROCOLL_CMA").as_deref().map(str::trim),
+                Some("0" | "off" | "no" | "false")
+            ),
             cache_bytes: get("FERROCOLL_CACHE_BYTES")
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .filter(|&b| b > 0),

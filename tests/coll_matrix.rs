@@ -99,7 +99,7 @@ fn allreduce_all_algorithms() {
 
 #[test]
 fn bcast_all_algorithms() {
-    for algo in ["binomial", "chain", "slots", "stream"] {
+    for algo in ["binomial", "chain", "slots", "stream", "pull"] {
         for n in RANKS {
             for count in counts(n, true) {
                 for root in [0, n / 2, n - 1] {
@@ -274,6 +274,7 @@ fn allgather_gather_scatter() {
         ("ring", "slots"),
         ("slots", "slots"),
         ("stream", "slots"),
+        ("pull", "pull"),
     ] {
         for n in RANKS {
             for count in counts(n, true) {
@@ -415,6 +416,7 @@ fn alltoall_reduce_scatter_scan_barrier() {
         ("pairwise", "reduce_scatterv", "slots"),
         ("slots", "slots", "slots"),
         ("stream", "ring", "slots"),
+        ("pull", "ring", "slots"),
         ("auto", "auto", "auto"),
     ] {
         for n in RANKS {
@@ -777,6 +779,77 @@ fn small_rooted_calls_past_the_slot_depth() {
                 let c = &mut Ctx::new(eng, comm);
                 coll::gather::scatter(c, send, 12, Some(&mut mine), root).unwrap();
                 assert!(mine == block(r, i), "scatter n={n} call {i}");
+            }
+        });
+    }
+}
+
+/// Collectives forced to read their peers' memory (`pull`) give the same
+/// results once a rank cannot (as if its kernel refused): every member
+/// then runs that call another way and pulls no more. MPI_Gather and
+/// MPI_Scatter (one length everywhere) and MPI_Alltoall take the pulls
+/// as well as the v-variants the matrix above runs.
+#[test]
+fn pulls_fall_back_when_a_rank_cannot_read() {
+    let algos = [
+        ("allgather", "pull"),
+        ("alltoall", "pull"),
+        ("bcast", "pull"),
+        ("gather", "pull"),
+        ("scatter", "pull"),
+    ];
+    for n in [2, 3, 4] {
+        let count = 20_001;
+        let b = count * 4;
+        world(n, &algos, |r, eng, comm| {
+            // Not over TCP (`FERROCOLL_TRANSPORT=tcp`): no slots there.
+            let could = Ctx::new(eng, comm).pulls();
+            for round in 0..2 {
+                let what = format!("n={n} round {round} rank {r}");
+                if round == 1 && r == n - 1 {
+                    eng.stop_pulls();
+                }
+                let blocks: Vec<(usize, usize)> = (0..n).map(|p| (p * b, b)).collect();
+                let mut all = vec![0u8; n * b];
+                let c = &mut Ctx::new(eng, comm);
+                coll::allgather::allgatherv(c, Some(&data(r + round, count)), &mut all, &blocks)
+                    .unwrap();
+                let want: Vec<u8> = (0..n).flat_map(|p| data(p + round, count)).collect();
+                assert!(all == want, "allgather {what}");
+                // The last rank read in that allgather: a refusal is known.
+                assert_eq!(Ctx::new(eng, comm).pulls(), could && round == 0, "{what}");
+
+                let send: Vec<u8> = (0..n).flat_map(|p| data(r * n + p, count)).collect();
+                let mut recv = vec![0u8; n * b];
+                let c = &mut Ctx::new(eng, comm);
+                coll::alltoall::alltoall(c, &send, &blocks, &mut recv, &blocks).unwrap();
+                let want: Vec<u8> = (0..n).flat_map(|p| data(p * n + r, count)).collect();
+                assert!(recv == want, "alltoall {what}");
+
+                let root = round % n;
+                let mut buf = if r == root {
+                    data(99, count)
+                } else {
+                    vec![0u8; b]
+                };
+                coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut buf, root).unwrap();
+                assert!(buf == data(99, count), "bcast {what}");
+
+                let mut g = vec![0u8; n * b];
+                let out = (r == root).then_some(&mut g[..]);
+                let c = &mut Ctx::new(eng, comm);
+                coll::gather::gather(c, Some(&data(r + 5, count)), out, b, root).unwrap();
+                if r == root {
+                    let want: Vec<u8> = (0..n).flat_map(|p| data(p + 5, count)).collect();
+                    assert!(g == want, "gather {what}");
+                }
+
+                let src: Vec<u8> = (0..n).flat_map(|p| data(p + 9, count)).collect();
+                let send = (r == root).then_some(&src[..]);
+                let mut mine = vec![0u8; b];
+                let c = &mut Ctx::new(eng, comm);
+                coll::gather::scatter(c, send, b, Some(&mut mine), root).unwrap();
+                assert!(mine == data(r + 9, count), "scatter {what}");
             }
         });
     }

@@ -1,7 +1,7 @@
 //! Allgather(v): every block sent to every rank at once (small), or passed
 //! around a ring (large).
 
-use super::{copy_own, select, slots, split_blocks, stream, Ctx};
+use super::{copy_own, pull, select, slots, split_blocks, stream, Ctx};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -16,6 +16,11 @@ pub fn allgatherv(
     let r = c.rank();
     let total: usize = blocks.iter().map(|b| b.1).sum();
     let fits = blocks.iter().all(|b| b.1 <= SLOT_DATA);
+    if select::pull(c, "allgather", total, select::pull_allgather)
+        && pull::allgatherv(c, send, recv, blocks)?
+    {
+        return Ok(());
+    }
     if select::slots(c, "allgather", fits, total <= slots::READ_LIMIT) {
         return slots::allgatherv(c, send, recv, blocks);
     }

@@ -1,7 +1,7 @@
 //! All-to-all(v): streamed through the slots, every message posted at
 //! once, or n-1 paired steps.
 
-use super::{copy_own, select, send_blocks, slots, split_blocks, stream, Ctx};
+use super::{copy_own, pull, select, send_blocks, slots, split_blocks, stream, Ctx};
 use crate::error::Result;
 
 /// All-to-all whose blocks have one length, the same on every rank (the
@@ -17,6 +17,12 @@ pub fn alltoall(
 ) -> Result<()> {
     let len = rblocks.first().map_or(0, |b| b.1);
     let uniform = sblocks == rblocks && rblocks.iter().all(|b| b.1 == len);
+    if uniform
+        && select::pull(c, "alltoall", len * c.size(), select::pull_alltoall)
+        && pull::alltoall(c, send, recv, rblocks)?
+    {
+        return Ok(());
+    }
     if uniform && select::alltoall_stream(c, len) {
         return stream::alltoall(c, send, recv, rblocks);
     }

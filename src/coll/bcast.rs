@@ -1,6 +1,6 @@
 //! Broadcast: binomial tree, or a chain pipelined in pieces for large data.
 
-use super::{hier, select, slots, stream, Ctx};
+use super::{hier, pull, select, slots, stream, Ctx};
 use crate::error::Result;
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -9,6 +9,9 @@ const PIECE: usize = 128 * 1024;
 /// Copies `buf` from `root` to every rank.
 pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     if c.size() == 1 || buf.is_empty() {
+        return Ok(());
+    }
+    if select::pull(c, "bcast", buf.len(), select::pull_bcast) && pull::bcast(c, buf, root)? {
         return Ok(());
     }
     // Slots first: a communicator with slots is never split by host.

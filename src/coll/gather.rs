@@ -1,7 +1,7 @@
 //! Gather and scatter (and their v-variants): the root posts every
 //! message at once.
 
-use super::{back_to_back, copy_own, select, send_blocks, slots, split_blocks, Ctx};
+use super::{back_to_back, copy_own, pull, select, send_blocks, slots, split_blocks, Ctx};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 
@@ -10,10 +10,18 @@ use crate::error::{Error, Result};
 pub fn gatherv(
     c: &mut Ctx,
     send: Option<&[u8]>,
-    recv: Option<&mut [u8]>,
+    mut recv: Option<&mut [u8]>,
     blocks: &[(usize, usize)],
     root: usize,
 ) -> Result<()> {
+    // Only forced: members other than the root know their own block alone,
+    // so no size is known alike to choose by.
+    if c.forced("gather") == Some("pull")
+        && select::pull(c, "gather", 0, select::pull_never)
+        && pull::gatherv(c, send, recv.as_deref_mut(), blocks, root)?
+    {
+        return Ok(());
+    }
     if select::slots(c, "gather", true, true) {
         return slots::gatherv(c, send, recv, blocks, root);
     }
@@ -48,10 +56,21 @@ pub fn gatherv(
 pub fn gather(
     c: &mut Ctx,
     send: Option<&[u8]>,
-    recv: Option<&mut [u8]>,
+    mut recv: Option<&mut [u8]>,
     len: usize,
     root: usize,
 ) -> Result<()> {
+    if select::pull(c, "gather", len, select::pull_never)
+        && pull::gatherv(
+            c,
+            send,
+            recv.as_deref_mut(),
+            &blocks_of(c.size(), len),
+            root,
+        )?
+    {
+        return Ok(());
+    }
     if select::slots(c, "gather", true, true) {
         return slots::gather(c, send, recv, len, root);
     }
@@ -64,9 +83,21 @@ pub fn scatter(
     c: &mut Ctx,
     send: Option<&[u8]>,
     len: usize,
-    recv: Option<&mut [u8]>,
+    mut recv: Option<&mut [u8]>,
     root: usize,
 ) -> Result<()> {
+    if select::pull(c, "scatter", len, select::pull_never)
+        && pull::fits(c.size())
+        && pull::scatterv(
+            c,
+            send,
+            &blocks_of(c.size(), len),
+            recv.as_deref_mut(),
+            root,
+        )?
+    {
+        return Ok(());
+    }
     if select::slots(c, "scatter", true, true) {
         return slots::scatter(c, send, len, recv, root);
     }
@@ -86,9 +117,17 @@ pub fn scatterv(
     c: &mut Ctx,
     send: Option<&[u8]>,
     blocks: &[(usize, usize)],
-    recv: Option<&mut [u8]>,
+    mut recv: Option<&mut [u8]>,
     root: usize,
 ) -> Result<()> {
+    // Only forced, as for `gatherv`.
+    if c.forced("scatter") == Some("pull")
+        && select::pull(c, "scatter", 0, select::pull_never)
+        && pull::fits(c.size())
+        && pull::scatterv(c, send, blocks, recv.as_deref_mut(), root)?
+    {
+        return Ok(());
+    }
     if select::slots(c, "scatter", true, true) {
         return slots::scatterv(c, send, blocks, recv, root);
     }

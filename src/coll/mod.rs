@@ -10,6 +10,7 @@ pub mod check;
 mod fill;
 pub mod gather;
 pub mod hier;
+mod pull;
 pub mod reduce;
 pub mod reduce_scatter;
 pub mod scan;
@@ -156,6 +157,35 @@ impl<'a> Ctx<'a> {
     /// Whether this call may use the communicator's collective slots.
     pub fn has_slots(&self) -> bool {
         self.comm.slots.is_some() && self.eng.slots_usable()
+    }
+
+    /// Whether this call may read its peers' buffers in place
+    /// (`coll::pull`): the communicator has slots and has not found the
+    /// kernel refusing.
+    pub fn pulls(&self) -> bool {
+        self.has_slots() && self.comm.slots.as_ref().is_some_and(|s| s.pulls)
+    }
+
+    /// Turns pulls off for this communicator (every member does so in the
+    /// same call, see `coll::pull`).
+    pub fn stop_pulls(&mut self) {
+        if let Some(s) = self.comm.slots.as_mut() {
+            s.pulls = false;
+        }
+    }
+
+    /// The process id of member `p`, where this rank may read its memory
+    /// (on this host, and no read was refused here before).
+    pub fn pid_of(&self, p: usize) -> Option<u32> {
+        self.eng
+            .pulls()
+            .then(|| self.eng.pid_of(self.comm.world_rank(p)))
+            .flatten()
+    }
+
+    /// Turns reading peers' memory off for this rank, after a refusal.
+    pub fn refused(&mut self) {
+        self.eng.stop_pulls();
     }
 
     /// The algorithm forced by `FERROCOLL_ALGO` for `coll`, if any.

@@ -5,14 +5,19 @@
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat` | slots while all parts together fit 64 KiB, stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
-//! | bcast | `binomial`, `chain`, `slots`, `stream` | slots up to 64 KiB, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
+//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | slots up to 64 KiB, pull below 2 MiB where ranks do not outnumber cores, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream` | slots while all parts together fit 64 KiB, stream above; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
-//! | allgather | `direct`, `ring`, `slots`, `stream` | slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
+//! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream` | slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
-//! | alltoall | `direct`, `pairwise`, `slots`, `stream` | slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
+//! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 32 KiB sent per rank (128 KiB where ranks outnumber cores); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots` | slots (a part too large for a slot goes as a message) |
+//! | gather, scatter | `direct`, `slots`, `pull` | slots (a part too large for a slot goes as a message); `pull` only when forced |
+//!
+//! `pull` (`coll::pull`): each rank reads what it needs straight from
+//! its peers' buffers (cross-memory attach), where the kernel allows it
+//! (`FERROCOLL_CMA`); the figures behind each choice are at `pull_allgather`,
+//! `pull_alltoall` and `pull_bcast`.
 //!
 //! `slots` (collective slots in shared memory, see `coll::slots`): each
 //! rank's part fits a slot (64 KiB) and, where every rank reads every part,
@@ -45,18 +50,24 @@ const ALGORITHMS: &[(&str, &[&str])] = &[
             "flat",
         ],
     ),
-    ("bcast", &["binomial", "chain", "slots", "stream", "flat"]),
+    (
+        "bcast",
+        &["binomial", "chain", "slots", "stream", "flat", "pull"],
+    ),
     ("reduce", &["binomial", "rsag", "slots", "stream", "flat"]),
-    ("allgather", &["direct", "ring", "slots", "stream"]),
+    ("allgather", &["direct", "ring", "slots", "stream", "pull"]),
     (
         "reduce_scatter",
         &["ring", "reduce_scatterv", "slots", "stream"],
     ),
-    ("alltoall", &["direct", "pairwise", "slots", "stream"]),
+    (
+        "alltoall",
+        &["direct", "pairwise", "slots", "stream", "pull"],
+    ),
     ("scan", &["chain"]),
     ("barrier", &["dissemination", "slots"]),
-    ("gather", &["direct", "slots"]),
-    ("scatter", &["direct", "slots"]),
+    ("gather", &["direct", "slots", "pull"]),
+    ("scatter", &["direct", "slots", "pull"]),
 ];
 
 /// Whether `name` is one of `coll`'s algorithms; any other forced name
@@ -81,6 +92,60 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
         Some(name) if known(coll, name) => false,
         _ => cheap,
     }
+}
+
+/// Whether `coll` reads its peers' buffers in place (`coll::pull`):
+/// forced with `pull`, or chosen automatically where `auto` says (from
+/// `bytes` as every member counts it, and whether ranks outnumber cores).
+/// Never where pulls are off.
+pub fn pull(c: &Ctx, coll: &str, bytes: usize, auto: fn(usize, bool) -> bool) -> bool {
+    if !c.pulls() {
+        return false;
+    }
+    match c.forced(coll) {
+        Some("pull") => true,
+        Some(name) if known(coll, name) => false,
+        _ => auto(bytes, c.eng.crowded()),
+    }
+}
+
+// When collectives pull, from alternated runs of `bench/mpibench.c` on
+// this 2-core host, us, medians of 2 (slots or streamed / pulled / Open
+// MPI, which reads its peers' memory as well). Gather and scatter never
+// pull by themselves: their parts too large for a slot go as messages,
+// which the receiver reads in the sender's memory anyway (2 ranks, gather
+// 128 KiB 4.05 / 3.89 / 4.10, scatter 2 MiB 74 / 75 / 75), and only
+// the root knows the size of a v-variant.
+
+/// Allgather, `bytes` gathered: 2 ranks 8 KiB 1.13 / 1.16 / 1.83, 32 KiB
+/// 3.12 / 1.85 / 2.44, 512 KiB 30.3 / 14.6 / 15.1, 8 MiB 780 / 679 / 684,
+/// 32 MiB 3796-4752 / 2948 / 2979; 4 ranks on 2 cores 128 KiB 14.7 / 19.9
+/// / 29.2, 512 KiB 61.7 / 55.1 / 84.4, 2 MiB 348 / 285 / 439, 32 MiB
+/// 10325 / 8415 / 10009.
+pub fn pull_allgather(bytes: usize, crowded: bool) -> bool {
+    bytes >= if crowded { 512 << 10 } else { 32 << 10 }
+}
+
+/// All-to-all, `bytes` sent by each rank: 2 ranks 8 KiB 1.10 / 1.14 /
+/// 1.81, 32 KiB 3.26 / 1.83 / 2.43, 512 KiB 33.2 / 14.3 / 14.8, 32 MiB
+/// 5127 / 3704 / 3896; 4 ranks 32 KiB 7.19 / 10.6 / 12.0, 128 KiB 21.0 /
+/// 18.1 / 18.3, 512 KiB 119 / 62 / 63, 8 MiB 2249 / 1420 / 1455.
+pub fn pull_alltoall(bytes: usize, crowded: bool) -> bool {
+    bytes >= if crowded { 128 << 10 } else { 32 << 10 }
+}
+
+/// Broadcast: 2 ranks 32 KiB 1.58 / 1.69 / 2.14, 128 KiB 6.82 / 4.58 /
+/// 5.06, 512 KiB 27.9 / 15.9 / 16.6, but 2 MiB 140 / 210 / 173 and 32 MiB
+/// 2481 / 3234 / 3294, where the root's copies into the slots and the
+/// readers' copies out run on both cores at once; 4 ranks on 2 cores 2 MiB
+/// 292 / 498 / 495, 128 KiB 12.7 / 17.2 / 21.0.
+pub fn pull_bcast(bytes: usize, crowded: bool) -> bool {
+    !crowded && bytes > SLOT_DATA && bytes < 2 << 20
+}
+
+/// For gather and scatter (see above).
+pub fn pull_never(_: usize, _: bool) -> bool {
+    false
 }
 
 /// Allreduce algorithms.

@@ -82,7 +82,7 @@ impl Call {
 /// allreduce 118-119/109-112 (149-167); 4 ranks bcast 151/115, reduce
 /// 178-182/142-144, scatter 158-163/136-138.
 #[inline(always)]
-fn begin(c: &mut Ctx) -> Result<Call> {
+pub(super) fn begin(c: &mut Ctx) -> Result<Call> {
     let seg =
         c.eng.segment().map(Arc::as_ptr).ok_or_else(|| {
             Error::Unsupported("collective slots without a shared segment".into())

@@ -39,6 +39,9 @@ pub struct SlotState {
     /// peer has finished the call before it, and the slot about to be
     /// rewritten is no longer read.
     pub read_all: bool,
+    /// Whether collectives may read members' buffers in place
+    /// (`coll::pull`); off once a read was refused.
+    pub pulls: bool,
 }
 
 impl SlotState {
@@ -49,6 +52,7 @@ impl SlotState {
             calls: base,
             safe: base,
             read_all: true,
+            pulls: crate::param::params().cma,
         }
     }
 }

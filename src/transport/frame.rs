@@ -18,7 +18,17 @@ pub enum FrameKind {
     /// The data of a message asked for by `Cts`: `token` is the receiver's
     /// place, `len` bytes follow.
     Data = 3,
+    /// Ready to be read (shared memory only): a message of `len` bytes
+    /// waits at address `token` of the sender, for the receiver to read it
+    /// there (`transport::shm::cma`); `aux` names the sender's request,
+    /// which also takes a `Cts` instead (a receiver that cannot read it).
+    Pull = 4,
+    /// The receiver has read the message of send `token` (a `Pull`).
+    Done = 5,
 }
+
+/// Largest `Frame::aux`: it travels in 24 bits.
+pub const AUX_MAX: u32 = (1 << 24) - 1;
 
 /// Message envelope: kind, context id, tag, payload length and a token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,8 +41,11 @@ pub struct Frame {
     pub tag: i32,
     /// Payload bytes (or, for `Cts`, the receiver's place).
     pub len: u64,
-    /// Names a request in a rendezvous (`Rts`, `Cts`, `Data`).
+    /// Names a request in a rendezvous (`Rts`, `Cts`, `Data`, `Done`), or
+    /// the sender's address (`Pull`).
     pub token: u64,
+    /// The sender's request of a `Pull` (at most `AUX_MAX`); 0 otherwise.
+    pub aux: u32,
 }
 
 impl Frame {
@@ -44,6 +57,7 @@ impl Frame {
             tag,
             len: len as u64,
             token: 0,
+            aux: 0,
         }
     }
 
@@ -54,6 +68,8 @@ impl Frame {
         b[4..8].copy_from_slice(&self.ctx.to_le_bytes());
         b[8..12].copy_from_slice(&self.tag.to_le_bytes());
         b[12] = self.kind as u8;
+        debug_assert!(self.aux <= AUX_MAX);
+        b[13..16].copy_from_slice(&self.aux.to_le_bytes()[..3]);
         b[16..24].copy_from_slice(&self.len.to_le_bytes());
         b[24..32].copy_from_slice(&self.token.to_le_bytes());
         b
@@ -71,6 +87,8 @@ impl Frame {
             1 => FrameKind::Rts,
             2 => FrameKind::Cts,
             3 => FrameKind::Data,
+            4 => FrameKind::Pull,
+            5 => FrameKind::Done,
             _ => return None,
         };
         Some(Frame {
@@ -79,6 +97,7 @@ impl Frame {
             tag: word(8) as i32,
             len: long(16),
             token: long(24),
+            aux: u32::from_le_bytes([b[13], b[14], b[15], 0]),
         })
     }
 }
@@ -95,8 +114,15 @@ mod tests {
             tag: -5,
             len: 1 << 40,
             token: u64::MAX - 3,
+            aux: 0,
         };
         assert_eq!(Frame::decode(&f.encode()), Some(f));
+        let pull = Frame {
+            kind: FrameKind::Pull,
+            aux: AUX_MAX,
+            ..f
+        };
+        assert_eq!(Frame::decode(&pull.encode()), Some(pull));
         let mut bad = f.encode();
         bad[0] ^= 1;
         assert_eq!(Frame::decode(&bad), None);

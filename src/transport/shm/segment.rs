@@ -145,6 +145,10 @@ impl Segment {
             asymmetric: membarrier::register_global(),
         };
         seg.init_header();
+        // Every rank is this process, whose memory each may read.
+        for r in 0..nranks {
+            seg.pid(r).store(std::process::id(), Ordering::Release);
+        }
         // No rank attaches by name: all are here (`settle` returns at once).
         seg.header()
             .attached

@@ -1,0 +1,283 @@
+//! Collectives whose ranks read each other's buffers where they lie
+//! (cross-memory attach, `transport::shm::cma`): each byte is copied once,
+//! by the rank that needs it, straight from the user's buffer into the
+//! user's buffer; nothing passes through the slots.
+//!
+//! A call takes two slot calls. In the first, the ranks whose buffers are
+//! read publish their addresses and lengths; the readers read. In the
+//! second, every rank says whether its reads succeeded, and waits for the
+//! others: no buffer is given back to its caller before every read of it
+//! has ended. If any read failed (a kernel that refuses, see
+//! `FERROCOLL_CMA`), every rank learns it in that second call, turns pulls
+//! off for the communicator and runs the call another way (each function
+//! then returns `Ok(false)`; the destinations it wrote are written again).
+
+use super::slots::{self, mark_done, part, publish, wait_flag, Call, Place};
+use super::{split_blocks, Ctx};
+use crate::copy::copy;
+use crate::error::{Error, Result};
+use crate::transport::shm::cma;
+
+/// Bytes of one offer: the address and the length of a buffer.
+const OFFER: usize = 16;
+
+fn put(d: &mut [u8], at: usize, v: u64) {
+    d[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn get(s: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Publishes this rank's offer of `buf` (and `table`, (offset, length)
+/// pairs after it) in a new slot call.
+fn offer(c: &mut Ctx, buf: &[u8], table: &[(usize, usize)]) -> Result<Call> {
+    let call = slots::begin(c)?;
+    let len = OFFER * (1 + table.len());
+    publish(c, &call, len, false, Place::Near, |d| {
+        put(d, 0, buf.as_ptr() as u64);
+        put(d, 8, buf.len() as u64);
+        for (i, &(o, l)) in table.iter().enumerate() {
+            put(d, OFFER * (1 + i), o as u64);
+            put(d, OFFER * (1 + i) + 8, l as u64);
+        }
+        Ok(())
+    })?;
+    Ok(call)
+}
+
+/// Whether an offer with a table of `n` entries fits a slot.
+pub fn fits(n: usize) -> bool {
+    OFFER * (1 + n) <= crate::transport::shm::slots::SLOT_DATA
+}
+
+/// Rank `p`'s offer in `call`: (address, length), and its table entry `i`
+/// if asked.
+fn offered(c: &mut Ctx, call: &Call, p: usize, entry: Option<usize>) -> Result<(u64, usize)> {
+    wait_flag(c, call, p)?;
+    let head = part(c, call, p, false, 0, OFFER);
+    let (addr, len) = (get(head, 0), get(head, 8) as usize);
+    match entry {
+        None => Ok((addr, len)),
+        Some(i) => {
+            let e = part(c, call, p, false, OFFER * (1 + i), OFFER);
+            let (o, l) = (get(e, 0) as usize, get(e, 8) as usize);
+            if o.checked_add(l).is_none_or(|end| end > len) {
+                return Err(Error::InvalidArg(format!(
+                    "rank {p}'s block {i} lies outside its buffer"
+                )));
+            }
+            Ok((addr + o as u64, l))
+        }
+    }
+}
+
+/// Reads `dst.len()` bytes at `addr` of rank `p`; false if the kernel
+/// refused (then this rank reads no peer's memory again) or refused
+/// before.
+fn read(c: &mut Ctx, p: usize, addr: u64, dst: &mut [u8]) -> bool {
+    let Some(pid) = c.pid_of(p) else {
+        return false;
+    };
+    let ok = cma::read(pid, addr, dst).is_ok();
+    if !ok {
+        c.refused();
+    }
+    ok
+}
+
+/// The closing slot call: every rank publishes whether its reads
+/// succeeded and waits for all the others. True if all did; otherwise
+/// pulls are off for the communicator from now on, on every rank alike.
+fn settle(c: &mut Ctx, ok: bool) -> Result<bool> {
+    let call = slots::begin(c)?;
+    publish(c, &call, 1, false, Place::Near, |d| {
+        d[0] = u8::from(ok);
+        Ok(())
+    })?;
+    let (n, me, mut all) = (c.size(), c.rank(), ok);
+    for p in (0..n).filter(|&p| p != me) {
+        wait_flag(c, &call, p)?;
+        all &= part(c, &call, p, false, 0, 1)[0] == 1;
+    }
+    mark_done(c, &call, true);
+    if !all {
+        c.stop_pulls();
+    }
+    Ok(all)
+}
+
+/// Reads every other member's offer in `call` into its block of `recv`,
+/// in rank order after `from`; an offer whose length differs from its
+/// block is read nowhere and reported in `bad`. Returns whether every read
+/// succeeded.
+fn read_blocks(
+    c: &mut Ctx,
+    call: &Call,
+    recv: &mut [u8],
+    blocks: &[(usize, usize)],
+    from: usize,
+    bad: &mut Option<Error>,
+) -> Result<bool> {
+    let (n, mut ok) = (c.size(), true);
+    for p in (1..n).map(|i| (from + i) % n) {
+        let (addr, len) = offered(c, call, p, None)?;
+        let (po, pl) = blocks[p];
+        if len != pl {
+            bad.get_or_insert(mismatch(p, len, pl));
+        } else if ok {
+            ok = read(c, p, addr, &mut recv[po..po + pl]);
+        }
+    }
+    Ok(ok)
+}
+
+/// Ends the offers' call (`read_all`: this rank read every peer's offer),
+/// settles, and returns `bad` if there is one, else whether the call is
+/// done.
+fn close(c: &mut Ctx, call: Call, read_all: bool, ok: bool, bad: Option<Error>) -> Result<bool> {
+    mark_done(c, &call, read_all);
+    let all = settle(c, ok)?;
+    bad.map_or(Ok(all), Err)
+}
+
+fn mismatch(p: usize, got: usize, want: usize) -> Error {
+    Error::InvalidArg(format!(
+        "rank {p} offers {got} bytes for a {want}-byte block (mismatched counts)"
+    ))
+}
+
+/// Allgather(v): block `blocks[r]` of `recv` (or `send`) from every rank
+/// to every rank.
+pub fn allgatherv(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    blocks: &[(usize, usize)],
+) -> Result<bool> {
+    let me = c.rank();
+    // Only to reject overlapping or outlying blocks.
+    split_blocks(recv, blocks)?;
+    let (o, l) = blocks[me];
+    if let Some(s) = send {
+        super::check_len(l, s.len())?;
+    }
+    let call = offer(c, send.unwrap_or(&recv[o..o + l]), &[])?;
+    if let Some(s) = send {
+        copy(&mut recv[o..o + l], s);
+    }
+    let mut bad = None;
+    let ok = read_blocks(c, &call, recv, blocks, me, &mut bad)?;
+    close(c, call, true, ok, bad)
+}
+
+/// All-to-all with every block `blocks[j].1` bytes long and at the same
+/// place on every rank (the layout of `MPI_Alltoall`): each rank reads
+/// its block of every peer's `send`.
+pub fn alltoall(
+    c: &mut Ctx,
+    send: &[u8],
+    recv: &mut [u8],
+    blocks: &[(usize, usize)],
+) -> Result<bool> {
+    let (n, me) = (c.size(), c.rank());
+    super::check_send_blocks(send.len(), blocks)?;
+    split_blocks(recv, blocks)?;
+    let call = offer(c, send, &[])?;
+    let (o, l) = blocks[me];
+    copy(&mut recv[o..o + l], &send[o..o + l]);
+    let (mut ok, mut bad) = (true, None);
+    for p in (1..n).map(|i| (me + i) % n) {
+        let (addr, len) = offered(c, &call, p, None)?;
+        let (po, pl) = blocks[p];
+        if len != send.len() {
+            bad.get_or_insert(mismatch(p, len, send.len()));
+        } else if ok {
+            ok = read(c, p, addr + o as u64, &mut recv[po..po + pl]);
+        }
+    }
+    close(c, call, true, ok, bad)
+}
+
+/// Broadcast of the root's `buf`.
+pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<bool> {
+    if c.rank() == root {
+        let call = offer(c, buf, &[])?;
+        return close(c, call, false, true, None);
+    }
+    let call = slots::begin(c)?;
+    let (addr, len) = offered(c, &call, root, None)?;
+    let (ok, bad) = if len == buf.len() {
+        (read(c, root, addr, buf), None)
+    } else {
+        (true, Some(mismatch(root, len, buf.len())))
+    };
+    close(c, call, false, ok, bad)
+}
+
+/// Gather(v) of every rank's `send` into block `blocks[r]` of the root's
+/// `recv`; on the root `send == None` means in place.
+pub fn gatherv(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    blocks: &[(usize, usize)],
+    root: usize,
+) -> Result<bool> {
+    if c.rank() != root {
+        let s = send.ok_or_else(|| Error::InvalidArg("gather without a send buffer".into()))?;
+        let call = offer(c, s, &[])?;
+        return close(c, call, false, true, None);
+    }
+    let recv =
+        recv.ok_or_else(|| Error::InvalidArg("gather root without a receive buffer".into()))?;
+    split_blocks(recv, blocks)?;
+    let call = slots::begin(c)?;
+    let (o, l) = blocks[root];
+    let mut bad = None;
+    if let Some(s) = send {
+        if s.len() == l {
+            copy(&mut recv[o..o + l], s);
+        } else {
+            bad = Some(mismatch(root, s.len(), l));
+        }
+    }
+    let ok = read_blocks(c, &call, recv, blocks, root, &mut bad)?;
+    close(c, call, true, ok, bad)
+}
+
+/// Scatter(v) of block `blocks[r]` of the root's `send` to rank `r`'s
+/// `recv`; on the root `recv == None` means in place.
+pub fn scatterv(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    blocks: &[(usize, usize)],
+    recv: Option<&mut [u8]>,
+    root: usize,
+) -> Result<bool> {
+    let me = c.rank();
+    if me == root {
+        let s =
+            send.ok_or_else(|| Error::InvalidArg("scatter root without a send buffer".into()))?;
+        let parts = super::send_blocks(s, blocks)?;
+        let mut bad = None;
+        if let Some(d) = recv {
+            if d.len() == parts[root].len() {
+                copy(d, parts[root]);
+            } else {
+                bad = Some(mismatch(root, parts[root].len(), d.len()));
+            }
+        }
+        let call = offer(c, s, blocks)?;
+        return close(c, call, false, true, bad);
+    }
+    let d = recv.ok_or_else(|| Error::InvalidArg("scatter without a receive buffer".into()))?;
+    let call = slots::begin(c)?;
+    let (addr, len) = offered(c, &call, root, Some(me))?;
+    let (ok, bad) = if len == d.len() {
+        (read(c, root, addr, d), None)
+    } else {
+        (true, Some(mismatch(root, len, d.len())))
+    };
+    close(c, call, false, ok, bad)
+}
