@@ -348,6 +348,42 @@ const BUFFER_AHEAD: usize = 4 << 20;
 /// 2.33. With 4 ranks on 2 cores a rendezvous waits for the receiver to
 /// get a core: sendrecv 8 KiB 4.09 / 7.23, 16 KiB 5.26 / 8.04.
 const PULL_RNDV: usize = 8 * 1024;
+/// Messages from this size that the receive holds whole are shared: the
+/// receiver reads the front half while the sender writes the back half
+/// (`FrameKind::Share`), so both cores copy, as through the ring, but once.
+/// Alternated 2-rank runs, us, read whole / shared (Open MPI): pingpong
+/// 1 MiB 49.0 / 28.8 (49.6), 4 MiB 391 / 195 (352), 16 MiB 1664 / 796
+/// (1540); sendrecv and halo, where both cores copy anyway, alike from
+/// 1 MiB. Shared from 128 KiB, pingpong 512 KiB took 12.2 against 17.3,
+/// but sendrecv 19.7 against 18.3 and halo 256 KiB 22.0 against 19.7.
+/// Not where ranks outnumber cores, where the sender may wait for a core:
+/// 4 ranks on 2 cores, alternated, us, read whole / shared: sendrecv 1 MiB
+/// 231-241 / 268-270, 4 MiB 965-989 / 1215-1236, halo 4 MiB 1830-1840 /
+/// 2370-2536, though pingpong (two ranks idle) 4 MiB 340 / 203-210 and
+/// 16 MiB 1483-1637 / 857-879 (Open MPI 361, 1498); sharing only while
+/// every other rank read as paused lost alike.
+const SHARE_FROM: usize = 1 << 20;
+/// Bytes a receiver reads before it asks for a share: a refusal then
+/// comes before the sender has written anything.
+const SHARE_PROBE: usize = 64 * 1024;
+
+/// Reads `[from, to)` of a message at `addr` of process `pid` into the same
+/// range of `buf`.
+fn read_part(
+    pid: u32,
+    addr: u64,
+    buf: RawBuf,
+    from: usize,
+    to: usize,
+) -> std::result::Result<(), cma::Refused> {
+    let mut res = Ok(());
+    buf.fill_at(from, to - from, |d| {
+        res = cma::read(pid, addr.wrapping_add(from as u64), d);
+        d.len()
+    });
+    res
+}
+
 /// `rndv_min` elsewhere (the ring's rendezvous saves a copy into a buffer,
 /// for one round trip more).
 const RING_RNDV: usize = 64 * 1024;
@@ -1047,29 +1083,47 @@ impl Engine {
     /// Receive `id` takes the message `frame` that `src` announced with a
     /// `Pull`: reads it from `src`'s memory and tells `src` (`Done`); where
     /// the kernel refuses, asks for it as for an `Rts`, and asks so from
-    /// then on.
+    /// then on. A large message that fits is shared (`FrameKind::Share`):
+    /// `src` writes its back part meanwhile, and the receive completes at
+    /// its `Wrote`.
     fn pull(&mut self, id: ReqId, src: usize, frame: Frame) {
-        let (buf, sender) = (self.recv_buf(id), u64::from(frame.aux));
-        let pid = self.pid_of(src);
-        if let (true, Some(pid)) = (self.cma, pid) {
+        let (buf, sender) = (self.recv_buf(id), frame.aux);
+        if let (true, Some(pid)) = (self.cma, self.pid_of(src)) {
+            let len = frame.len as usize;
             // Past the buffer's end nothing is read (truncation is
             // reported in the status).
-            let fit = buf.len().min(frame.len as usize);
-            let mut why = None;
-            buf.fill_at(0, fit, |d| match cma::read(pid, frame.token, d) {
-                Ok(()) => fit,
-                Err(e) => {
-                    why = Some(e);
-                    0
-                }
-            });
-            match why {
-                None => {
-                    self.complete(id, recv_status(src, &frame, buf.len()));
-                    self.send_control(src, FrameKind::Done, sender, 0, 0);
+            let fit = buf.len().min(len);
+            let share = fit == len && len >= SHARE_FROM && !self.crowded;
+            let at = if share { Frame::share_at(len) } else { fit };
+            // The first piece tells whether the kernel lets this rank read,
+            // before the sender is asked to write.
+            let first = at.min(SHARE_PROBE);
+            match read_part(pid, frame.token, buf, 0, first) {
+                Ok(()) => {
+                    if share {
+                        let place = place_token(&Target::Req(id));
+                        let mine = buf.tail(0).as_ptr() as u64;
+                        self.send_control(src, FrameKind::Share, mine, place, sender);
+                    }
+                    if let Err(cma::Refused(errno)) = read_part(pid, frame.token, buf, first, at) {
+                        // The kernel let the first piece through.
+                        let why = format!("reading its message failed part-way (errno {errno})");
+                        self.poison(Error::Protocol { rank: src, why });
+                        return;
+                    }
+                    if share {
+                        // `Done` follows the sender's part (`on_wrote`): till
+                        // then this rank may still need to read it.
+                        if let Kind::Recv { incoming, .. } = &mut self.req(id).kind {
+                            *incoming = Some((src, frame));
+                        }
+                    } else {
+                        self.send_control(src, FrameKind::Done, sender.into(), 0, 0);
+                        self.complete(id, recv_status(src, &frame, buf.len()));
+                    }
                     return;
                 }
-                Some(cma::Refused(errno)) => {
+                Err(cma::Refused(errno)) => {
                     self.stop_pulls();
                     param::debug_log(param::DebugLevel::Warn, || {
                         format!(
@@ -1080,7 +1134,69 @@ impl Engine {
                 }
             }
         }
-        self.ask_for(id, src, frame, sender);
+        self.ask_for(id, src, frame, sender.into());
+    }
+
+    /// `dst`, which reads our send `frame.aux` (a `Pull`), asks this rank
+    /// to write the back part of it at its address `frame.token`, for its
+    /// place `frame.len` (`FrameKind::Share`).
+    fn on_share(&mut self, dst: usize, frame: Frame) -> std::result::Result<(), String> {
+        let buf = match self.reqs.get(frame.aux as usize) {
+            Some(Some(Req {
+                kind:
+                    Kind::Send {
+                        dst: d,
+                        hdr,
+                        buf,
+                        phase: Phase::AwaitCts,
+                        ..
+                    },
+                done: false,
+                ..
+            })) if *d == dst && Frame::decode(hdr).is_some_and(|f| f.kind == FrameKind::Pull) => {
+                *buf
+            }
+            _ => return Err(format!("a share of send {}, which offered none", frame.aux)),
+        };
+        let at = Frame::share_at(buf.len());
+        let wrote = self.cma
+            && self.pid_of(dst).is_some_and(|pid| {
+                cma::write(pid, frame.token.wrapping_add(at as u64), buf.tail(at)).is_ok()
+            });
+        // A refusal here leaves the part to the reader (`aux` 1).
+        self.send_control(dst, FrameKind::Wrote, frame.len, 0, u32::from(!wrote));
+        Ok(())
+    }
+
+    /// `src` wrote its part of the shared message of receive `place`
+    /// (`FrameKind::Wrote`), or (`aux` 1) could not: then this rank reads
+    /// it too. The receive is complete, and the send (`Done`).
+    fn on_wrote(&mut self, src: usize, frame: Frame) -> std::result::Result<(), String> {
+        let Target::Req(id) = place_of(frame.token) else {
+            return Err("a shared part written into a buffered message".into());
+        };
+        let pulled = match self.reqs.get_mut(id).and_then(Option::as_mut) {
+            Some(Req {
+                kind: Kind::Recv { incoming, buf, .. },
+                done: false,
+                ..
+            }) => incoming
+                .take_if(|(from, f)| *from == src && f.kind == FrameKind::Pull)
+                .map(|(_, f)| (f, *buf)),
+            _ => None,
+        };
+        let Some((pull, buf)) = pulled else {
+            return Err("a shared part written for no receive that shared one".into());
+        };
+        if frame.aux == 1 {
+            let len = pull.len as usize;
+            let pid = self.pid_of(src).ok_or("a shared part from another host")?;
+            read_part(pid, pull.token, buf, Frame::share_at(len), len)
+                .map_err(|cma::Refused(e)| format!("reading its part failed (errno {e})"))?;
+        }
+        self.send_control(src, FrameKind::Done, pull.aux.into(), 0, 0);
+        self.complete(id, recv_status(src, &pull, buf.len()));
+        Ok(())
     }
 
     /// `dst` has read the data of our send `id` (a `Pull`): it is done.
@@ -2115,6 +2231,11 @@ impl Engine {
                 }
             },
             FrameKind::Done => self.on_done(src, frame.token)?,
+            FrameKind::Share | FrameKind::Wrote if !self.links[src].is_shm() => {
+                return Err("a share of memory from another host".into());
+            }
+            FrameKind::Share => self.on_share(src, frame)?,
+            FrameKind::Wrote => self.on_wrote(src, frame)?,
             FrameKind::Cts => {
                 if frame.aux == 1 && self.cma {
                     // The receiver cannot read this rank's memory: announce
@@ -2686,12 +2807,14 @@ mod tests {
     }
 
     /// Messages read from the sender's memory (`Pull`) land whole, also when
-    /// the receive comes after the offer or is too short (truncation); a
+    /// the receive comes after the offer, is too short (truncation), or is
+    /// large enough for the sender to write half (`Share`); a
     /// receiver that cannot read has them sent through the ring instead,
     /// and its sender stops offering.
     #[test]
     fn pulled_messages_land_and_refusals_fall_back_to_the_ring() {
-        let sizes = [8 * 1024, 100_000, 3 << 20];
+        // The third is shared with its sender (`FrameKind::Share`).
+        let sizes = [8 * 1024, 100_000, 3 << 20, 3 << 20];
         let msg = |i: usize, len: usize| -> Vec<u8> {
             (0..len).map(|j| (j * 7 + i * 13) as u8).collect()
         };
@@ -2722,7 +2845,7 @@ mod tests {
             }
             for (i, &len) in sizes.iter().enumerate() {
                 // The last receive is 1000 bytes short.
-                let cap = if i == 2 { len - 1000 } else { len };
+                let cap = if i == 3 { len - 1000 } else { len };
                 let mut got = vec![0u8; cap];
                 let m = Match {
                     source: Some(1),
@@ -2756,6 +2879,46 @@ mod tests {
                 "a request was left behind"
             );
         }
+    }
+
+    /// A sender asked to write its part of a shared message that cannot (as
+    /// if its kernel refused) says so, and the reader reads that part too.
+    #[test]
+    fn a_sender_that_cannot_write_leaves_its_part_to_the_reader() {
+        let len = 2 * SHARE_FROM + 4096 * 3 + 5;
+        let data: Vec<u8> = (0..len).map(|i| (i * 11 + 3) as u8).collect();
+        let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
+        let sender = {
+            let (seg, data) = (seg.clone(), data.clone());
+            std::thread::spawn(move || {
+                let mut e = Engine::over_shm(1, seg);
+                // SAFETY: `data` outlives the wait.
+                let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, len) };
+                let id = e.isend(0, 7, 1, raw, "send").unwrap();
+                // Offered as a `Pull`; from now on this rank cannot write.
+                e.stop_pulls();
+                e.wait(id, "send").unwrap().bytes
+            })
+        };
+        let mut e = Engine::over_shm(0, seg);
+        if !e.cma {
+            eprintln!("skipped: FERROCOLL_CMA is off");
+            return;
+        }
+        let mut got = vec![0u8; len];
+        let m = Match {
+            source: Some(1),
+            ctx: 7,
+            tag: Some(1),
+        };
+        // SAFETY: `got` outlives the wait.
+        let id = e
+            .irecv(m, unsafe { RawBuf::new(got.as_mut_ptr(), len) })
+            .unwrap();
+        assert_eq!(e.wait(id, "recv").unwrap().bytes, len);
+        assert!(got == data);
+        assert_eq!(sender.join().unwrap(), len);
+        assert!(e.cma, "the reader still reads");
     }
 
     /// Sends each (ctx, tag, bytes) from rank 1 to rank 0 of `seg`, each

@@ -25,6 +25,14 @@ pub enum FrameKind {
     Pull = 4,
     /// The receiver has read the message of send `token` (a `Pull`).
     Done = 5,
+    /// The receiver of a large `Pull` asks the sender to write the back
+    /// part of it (from `Frame::share_at`) at address `token` of the
+    /// receiver, while it reads the front; `aux` names the send, `len` the
+    /// receiver's place.
+    Share = 6,
+    /// The sender wrote its part of a shared message into place `token`;
+    /// `aux` 1: it could not, and the receiver reads that part too.
+    Wrote = 7,
 }
 
 /// Largest `Frame::aux`: it travels in 24 bits.
@@ -49,6 +57,13 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// Where the sender's part of a shared message of `len` bytes starts
+    /// (`FrameKind::Share`): half way, on a page boundary, so that the two
+    /// copies run about as long.
+    pub fn share_at(len: usize) -> usize {
+        len / 2 / 4096 * 4096
+    }
+
     /// An eager message header.
     pub fn eager(ctx: u32, tag: i32, len: usize) -> Frame {
         Frame {
@@ -89,6 +104,8 @@ impl Frame {
             3 => FrameKind::Data,
             4 => FrameKind::Pull,
             5 => FrameKind::Done,
+            6 => FrameKind::Share,
+            7 => FrameKind::Wrote,
             _ => return None,
         };
         Some(Frame {

@@ -45,6 +45,36 @@ pub fn read(pid: u32, remote: u64, dst: &mut [u8]) -> Result<(), Refused> {
     Ok(())
 }
 
+/// Writes `src` at address `remote` of process `pid`, as `read` reads.
+pub fn write(pid: u32, remote: u64, src: &[u8]) -> Result<(), Refused> {
+    let mut done = 0;
+    while done < src.len() {
+        let want = (src.len() - done).min(CALL_MAX);
+        let local = libc::iovec {
+            iov_base: src[done..].as_ptr() as *mut libc::c_void,
+            iov_len: want,
+        };
+        let far = libc::iovec {
+            iov_base: (remote as usize).wrapping_add(done) as *mut libc::c_void,
+            iov_len: want,
+        };
+        // SAFETY: `local` covers `want` bytes of `src`, which the kernel
+        // only reads. The remote range is written in the other process,
+        // whose receive lent it for this (the kernel checks the mapping).
+        let got = unsafe { libc::process_vm_writev(pid as libc::pid_t, &local, 1, &far, 1, 0) };
+        match got {
+            n if n > 0 => done += n as usize,
+            0 => return Err(Refused(libc::EFAULT)),
+            _ => {
+                return Err(Refused(
+                    std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +92,11 @@ mod tests {
         let mut one = [0u8; 8];
         assert!(read(me, 8, &mut one).is_err(), "page 0 is never mapped");
         assert_eq!(read(me, 8, &mut []), Ok(()));
+        let mut back = vec![0u8; src.len()];
+        match write(me, back.as_mut_ptr() as u64, &src) {
+            Ok(()) => assert_eq!(back, src),
+            Err(Refused(e)) => assert!(e == libc::EPERM || e == libc::ENOSYS, "errno {e}"),
+        }
+        assert!(write(me, 8, &one).is_err(), "page 0 is never mapped");
     }
 }
