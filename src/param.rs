@@ -11,7 +11,7 @@
 //! | `FERROCOLL_GPU_STAGING_BYTES` | `67108864` | pinned host memory per communicator for NCCL calls on device buffers that are staged through host memory (larger ones use pageable memory) |
 //! | `FERROCOLL_SHM_RING_BYTES` | `1048576` | bytes of each per-pair shared-memory ring |
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
-//! | `FERROCOLL_RNDV_BYTES` | `8192` / `65536` | messages from this size wait for the matching receive and land directly in its buffer; 8 KiB where the receiver reads them from the sender's memory (`FERROCOLL_CMA`) and ranks do not outnumber cores, else 64 KiB |
+//! | `FERROCOLL_RNDV_BYTES` | `8192` / `32768` / `65536` | messages from this size wait for the matching receive and land directly in its buffer; where the receiver reads them from the sender's memory (`FERROCOLL_CMA`) 8 KiB, or 32 KiB where ranks outnumber cores; else 64 KiB |
 //! | `FERROCOLL_CMA` | `on` | `on`: a rank reads announced messages from another rank of its host straight out of the sender's memory (`process_vm_readv`, one copy), falling back to the ring where the kernel refuses; `off`: always through the ring |
 //! | `FERROCOLL_CACHE_BYTES` | (from sysfs) | bytes of the last-level CPU cache: received messages (and a rank's own block) from half this size, and streamed collective results from four times it, are stored past the cache |
 //! | `FERROCOLL_FAR` | `auto` | how collectives write their data into shared memory (from 4 KiB), and messages from 16 KiB theirs into the rings: `auto`: cached, but past the cache while a rank's own cached writes run slow (this host's cores far apart, see `transport::shm::far`); `on`: always past the cache; `off`: always cached |

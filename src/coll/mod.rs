@@ -222,6 +222,28 @@ impl<'a> Ctx<'a> {
         self.exchange(step, sends, &mut [], true)
     }
 
+    /// `send_announced`, running `meanwhile` while the receivers take
+    /// their messages (see `Engine::exchange_then`).
+    pub fn send_announced_then(
+        &mut self,
+        step: u32,
+        sends: &[(usize, &[u8])],
+        meanwhile: impl FnOnce(),
+    ) -> Result<()> {
+        let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
+        let comm: &Comm = self.comm;
+        self.eng.exchange_then(
+            ctx,
+            tag,
+            sends,
+            &mut [],
+            |r| comm.world_rank(r),
+            op,
+            true,
+            meanwhile,
+        )
+    }
+
     fn exchange(
         &mut self,
         step: u32,

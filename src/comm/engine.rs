@@ -8,7 +8,7 @@ use crate::copy::p2p_uncached_from;
 use crate::error::{Error, Result};
 use crate::param;
 use crate::param::params;
-use crate::transport::frame::{Frame, FrameKind, AUX_MAX, FRAME_BYTES};
+use crate::transport::frame::{Frame, FrameKind, FRAME_BYTES, PULL_ALONE};
 use crate::transport::shm::cma;
 use crate::transport::shm::far::{Watch, TIMED_FROM};
 use crate::transport::shm::ring::CHUNK as RING_CHUNK;
@@ -384,16 +384,22 @@ fn read_part(
     res
 }
 
+/// `rndv_min` where reads work and ranks outnumber cores. 4 ranks on 2
+/// cores, alternated, us, eager / pulled from 16 KiB (Open MPI): pingpong
+/// 32 KiB 4.5 / 2.0 (2.5), halo 32 KiB 21.1-22.6 / 16.9-17.0 (13.5), but
+/// sendrecv 32 KiB 8.7 / 9.5-9.7 (6.0) and 16 KiB 5.3 / 8.0 (pulled from
+/// 8 KiB); halo 16 KiB gained (14.8 / 10.1).
+const CROWDED_PULL_RNDV: usize = 32 * 1024;
 /// `rndv_min` elsewhere (the ring's rendezvous saves a copy into a buffer,
 /// for one round trip more).
 const RING_RNDV: usize = 64 * 1024;
 
 /// `Engine::rndv_min` unless `FERROCOLL_RNDV_BYTES` sets it.
 fn rndv_default(pull: bool, crowded: bool) -> usize {
-    params().rndv_min.unwrap_or(if pull && !crowded {
-        PULL_RNDV
-    } else {
-        RING_RNDV
+    params().rndv_min.unwrap_or(match (pull, crowded) {
+        (true, false) => PULL_RNDV,
+        (true, true) => CROWDED_PULL_RNDV,
+        (false, _) => RING_RNDV,
     })
 }
 
@@ -779,6 +785,8 @@ impl Engine {
         if self.links[dst].has_failed() {
             return Err(self.link_death(dst, op));
         }
+        // Announced whatever its size: a root sending to several ranks.
+        let rooted = announce;
         let announce = self.announces(dst, buf.len())
             || (announce && !buf.is_empty() && self.links[dst].is_remote());
         let mut frame = Frame::eager(ctx, tag, buf.len());
@@ -793,12 +801,17 @@ impl Engine {
                 Phase::Eager
             },
         });
-        if announce && self.cma && self.links[dst].is_shm() && id <= AUX_MAX as usize {
+        if announce && self.cma && self.links[dst].is_shm() && id < PULL_ALONE as usize {
             // The receiver reads it where it lies: one copy, not two
             // through the ring, and no sender needs to run meanwhile.
+            // A root's messages are read alone: it copies its own block
+            // meanwhile (`Ctx::send_announced_then`), and would answer a
+            // `Share` only after that. Scatter of 2 MiB at 2 ranks (1 MiB
+            // parts), us, shared / alone (Open MPI): 105-107 / 80-87 (75),
+            // before the own block overlapped the reads.
             frame.kind = FrameKind::Pull;
             frame.token = buf.tail(0).as_ptr() as u64;
-            frame.aux = id as u32;
+            frame.aux = id as u32 | if rooted { PULL_ALONE } else { 0 };
         } else if announce {
             frame.kind = FrameKind::Rts;
             frame.token = id as u64;
@@ -1087,13 +1100,14 @@ impl Engine {
     /// `src` writes its back part meanwhile, and the receive completes at
     /// its `Wrote`.
     fn pull(&mut self, id: ReqId, src: usize, frame: Frame) {
-        let (buf, sender) = (self.recv_buf(id), frame.aux);
+        let (buf, sender) = (self.recv_buf(id), frame.pull_sender());
         if let (true, Some(pid)) = (self.cma, self.pid_of(src)) {
             let len = frame.len as usize;
             // Past the buffer's end nothing is read (truncation is
             // reported in the status).
             let fit = buf.len().min(len);
-            let share = fit == len && len >= SHARE_FROM && !self.crowded;
+            let share =
+                fit == len && len >= SHARE_FROM && !self.crowded && frame.aux & PULL_ALONE == 0;
             let at = if share { Frame::share_at(len) } else { fit };
             // The first piece tells whether the kernel lets this rank read,
             // before the sender is asked to write.
@@ -1194,7 +1208,7 @@ impl Engine {
             read_part(pid, pull.token, buf, Frame::share_at(len), len)
                 .map_err(|cma::Refused(e)| format!("reading its part failed (errno {e})"))?;
         }
-        self.send_control(src, FrameKind::Done, pull.aux.into(), 0, 0);
+        self.send_control(src, FrameKind::Done, pull.pull_sender().into(), 0, 0);
         self.complete(id, recv_status(src, &pull, buf.len()));
         Ok(())
     }
@@ -2223,7 +2237,12 @@ impl Engine {
             FrameKind::Pull => match self.match_posted(src, &frame) {
                 Some(id) => self.pull(id, src, frame),
                 None => {
-                    let u = self.buffer_unexpected(src, frame, Vec::new(), Some(frame.aux.into()));
+                    let u = self.buffer_unexpected(
+                        src,
+                        frame,
+                        Vec::new(),
+                        Some(frame.pull_sender().into()),
+                    );
                     if let Target::Unexpected(uid) = u {
                         let pos = unexpected_pos(&self.unexpected, uid).expect("just queued");
                         self.unexpected[pos].pull = true;
@@ -2498,6 +2517,24 @@ impl Engine {
         op: &'static str,
         announce: bool,
     ) -> Result<()> {
+        self.exchange_then(ctx, tag, sends, recvs, world, op, announce, || {})
+    }
+
+    /// `exchange`, running `meanwhile` once every message is posted and
+    /// before the wait: work of the caller's own that overlaps the
+    /// transfers (a root's own block, while its receivers read theirs).
+    #[allow(clippy::too_many_arguments)]
+    pub fn exchange_then(
+        &mut self,
+        ctx: u32,
+        tag: i32,
+        sends: &[(usize, &[u8])],
+        recvs: &mut [(usize, &mut [u8])],
+        world: impl Fn(usize) -> usize,
+        op: &'static str,
+        announce: bool,
+        meanwhile: impl FnOnce(),
+    ) -> Result<()> {
         let mut ids = Vec::with_capacity(sends.len() + recvs.len());
         for (src, buf) in recvs.iter_mut() {
             let m = Match {
@@ -2517,6 +2554,7 @@ impl Engine {
             let raw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
             ids.push(self.isend_as(world(*dst), ctx, tag, raw, op, announce)?);
         }
+        meanwhile();
         self.wait_all(&ids, op)?;
         let mut bad = None;
         for (i, &id) in ids.iter().enumerate() {

@@ -38,6 +38,11 @@ pub enum FrameKind {
 /// Largest `Frame::aux`: it travels in 24 bits.
 pub const AUX_MAX: u32 = (1 << 24) - 1;
 
+/// In a `Pull`'s `aux`, beside the sender's request: the receiver reads it
+/// all itself, with no `Share` (a root that sends to several ranks goes
+/// on meanwhile and would answer late).
+pub const PULL_ALONE: u32 = 1 << 23;
+
 /// Message envelope: kind, context id, tag, payload length and a token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame {
@@ -57,6 +62,12 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// The sender's request named by a `Pull` (its `aux` without
+    /// `PULL_ALONE`).
+    pub fn pull_sender(&self) -> u32 {
+        self.aux & !PULL_ALONE
+    }
+
     /// Where the sender's part of a shared message of `len` bytes starts
     /// (`FrameKind::Share`): half way, on a page boundary, so that the two
     /// copies run about as long.
