@@ -103,6 +103,13 @@ fn settle(c: &mut Ctx, ok: bool) -> Result<bool> {
     mark_done(c, &call, true);
     if !all {
         c.stop_pulls();
+        crate::param::debug_log(crate::param::DebugLevel::Warn, || {
+            format!(
+                "{}: a rank could not read its peers' memory; collectives on this \
+                 communicator no longer read in place",
+                c.op
+            )
+        });
     }
     Ok(all)
 }

@@ -461,6 +461,10 @@ impl Engine {
         let my = on_seg[me].ok_or_else(|| {
             Error::InvalidArg(format!("rank {me} is missing from its host's segment"))
         })?;
+        if params().cma && local.len() > 1 {
+            // Before any offer of this rank's memory goes out.
+            cma::let_peers_read();
+        }
         let mut links: Vec<Link> = (0..size)
             .map(|p| match on_seg[p] {
                 _ if p == me => Link::SelfLoop(VecDeque::new()),

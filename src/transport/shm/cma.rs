@@ -9,6 +9,20 @@
 /// refusal from wasting a long copy.
 const CALL_MAX: usize = 1 << 30;
 
+/// Lets the job's other ranks read this process's memory where the Yama
+/// security module restricts such access to a process's ancestors
+/// (`kernel.yama.ptrace_scope` 1, Ubuntu's default): ranks are siblings,
+/// so every read would be refused there. Open MPI does the same for its
+/// reads. Where Yama is absent or stricter, nothing changes (the call
+/// fails quietly, and refused reads fall back to the rings).
+pub fn let_peers_read() {
+    // SAFETY: PR_SET_PTRACER takes plain integers and touches no memory of
+    // ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0);
+    }
+}
+
 /// Why a read failed: the `errno` of the failing call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Refused(pub i32);
