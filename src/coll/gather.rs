@@ -14,10 +14,9 @@ pub fn gatherv(
     blocks: &[(usize, usize)],
     root: usize,
 ) -> Result<()> {
-    // Only forced: members other than the root know their own block alone,
-    // so no size is known alike to choose by.
-    if c.forced("gather") == Some("pull")
-        && select::pull(c, "gather", 0, select::pull_never)
+    // Only forced (`pull_never`): members other than the root know their
+    // own block alone, so no size is known alike to choose by.
+    if select::pull(c, "gather", 0, select::pull_never)
         && pull::gatherv(c, send, recv.as_deref_mut(), blocks, root)?
     {
         return Ok(());
@@ -121,8 +120,7 @@ pub fn scatterv(
     root: usize,
 ) -> Result<()> {
     // Only forced, as for `gatherv`.
-    if c.forced("scatter") == Some("pull")
-        && select::pull(c, "scatter", 0, select::pull_never)
+    if select::pull(c, "scatter", 0, select::pull_never)
         && pull::fits(c.size())
         && pull::scatterv(c, send, blocks, recv.as_deref_mut(), root)?
     {

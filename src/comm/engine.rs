@@ -1159,22 +1159,8 @@ impl Engine {
     /// to write the back part of it at its address `frame.token`, for its
     /// place `frame.len` (`FrameKind::Share`).
     fn on_share(&mut self, dst: usize, frame: Frame) -> std::result::Result<(), String> {
-        let buf = match self.reqs.get(frame.aux as usize) {
-            Some(Some(Req {
-                kind:
-                    Kind::Send {
-                        dst: d,
-                        hdr,
-                        buf,
-                        phase: Phase::AwaitCts,
-                        ..
-                    },
-                done: false,
-                ..
-            })) if *d == dst && Frame::decode(hdr).is_some_and(|f| f.kind == FrameKind::Pull) => {
-                *buf
-            }
-            _ => return Err(format!("a share of send {}, which offered none", frame.aux)),
+        let Some((_, buf)) = self.offered(dst, frame.aux.into()) else {
+            return Err(format!("a share of send {}, which offered none", frame.aux));
         };
         let at = Frame::share_at(buf.len());
         let wrote = self.cma
@@ -1217,33 +1203,35 @@ impl Engine {
         Ok(())
     }
 
+    /// Our send `id` to `dst` that offered its data to be read (a `Pull`)
+    /// and awaits its reader, with its buffer.
+    fn offered(&self, dst: usize, id: u64) -> Option<(ReqId, RawBuf)> {
+        let i = usize::try_from(id).ok()?;
+        match self.reqs.get(i)? {
+            Some(Req {
+                kind:
+                    Kind::Send {
+                        dst: d,
+                        hdr,
+                        buf,
+                        phase: Phase::AwaitCts,
+                        ..
+                    },
+                done: false,
+                ..
+            }) if *d == dst && Frame::decode(hdr).is_some_and(|f| f.kind == FrameKind::Pull) => {
+                Some((i, *buf))
+            }
+            _ => None,
+        }
+    }
+
     /// `dst` has read the data of our send `id` (a `Pull`): it is done.
     fn on_done(&mut self, dst: usize, id: u64) -> std::result::Result<(), String> {
-        let pulled = usize::try_from(id)
-            .ok()
-            .and_then(|i| match self.reqs.get(i)? {
-                Some(Req {
-                    kind:
-                        Kind::Send {
-                            dst: d,
-                            hdr,
-                            buf,
-                            phase: Phase::AwaitCts,
-                            ..
-                        },
-                    done: false,
-                    ..
-                }) if *d == dst
-                    && Frame::decode(hdr).is_some_and(|f| f.kind == FrameKind::Pull) =>
-                {
-                    Some((i, buf.len()))
-                }
-                _ => None,
-            });
-        let Some((id, bytes)) = pulled else {
+        let Some((id, buf)) = self.offered(dst, id) else {
             return Err(format!("a read of send {id}, which offered none"));
         };
-        self.complete_send(id, dst, bytes);
+        self.complete_send(id, dst, buf.len());
         Ok(())
     }
 

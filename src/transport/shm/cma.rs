@@ -39,25 +39,49 @@ pub fn allowed() -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Refused(pub i32);
 
-/// Reads `dst.len()` bytes at address `remote` of process `pid` into `dst`.
-/// Fails (with nothing promised about `dst`'s contents) when the kernel
-/// refuses or the range is not mapped there.
-pub fn read(pid: u32, remote: u64, dst: &mut [u8]) -> Result<(), Refused> {
+/// `process_vm_readv` or `process_vm_writev`: which way the bytes go.
+#[derive(Clone, Copy)]
+enum Way {
+    /// From the other process into ours.
+    In,
+    /// From ours into the other process.
+    Out,
+}
+
+/// Moves `len` bytes between `local` in this process and address `remote`
+/// of process `pid`, the way `way` says, in calls of at most `CALL_MAX`.
+///
+/// # Safety
+/// `local` must be valid for `len` bytes: writable and not otherwise in use
+/// for `Way::In`, readable for `Way::Out` (the kernel then only reads it).
+unsafe fn transfer(
+    pid: u32,
+    remote: u64,
+    local: *mut u8,
+    len: usize,
+    way: Way,
+) -> Result<(), Refused> {
     let mut done = 0;
-    while done < dst.len() {
-        let want = (dst.len() - done).min(CALL_MAX);
-        let local = libc::iovec {
-            iov_base: dst[done..].as_mut_ptr().cast(),
+    while done < len {
+        let want = (len - done).min(CALL_MAX);
+        let here = libc::iovec {
+            iov_base: local.wrapping_add(done).cast(),
             iov_len: want,
         };
         let far = libc::iovec {
             iov_base: (remote as usize).wrapping_add(done) as *mut libc::c_void,
             iov_len: want,
         };
-        // SAFETY: `local` covers `want` bytes of `dst`, which we borrow
-        // mutably; the kernel writes nothing beyond it. The remote range is
-        // only read, in the other process, and checked by the kernel.
-        let got = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &far, 1, 0) };
+        let pid = pid as libc::pid_t;
+        // SAFETY: `here` covers `want` bytes inside the caller's range (this
+        // function's contract); the kernel checks the remote range, in the
+        // other process.
+        let got = unsafe {
+            match way {
+                Way::In => libc::process_vm_readv(pid, &here, 1, &far, 1, 0),
+                Way::Out => libc::process_vm_writev(pid, &here, 1, &far, 1, 0),
+            }
+        };
         match got {
             n if n > 0 => done += n as usize,
             0 => return Err(Refused(libc::EFAULT)),
@@ -71,34 +95,20 @@ pub fn read(pid: u32, remote: u64, dst: &mut [u8]) -> Result<(), Refused> {
     Ok(())
 }
 
-/// Writes `src` at address `remote` of process `pid`, as `read` reads.
+/// Reads `dst.len()` bytes at address `remote` of process `pid` into `dst`.
+/// Fails (with nothing promised about `dst`'s contents) when the kernel
+/// refuses or the range is not mapped there.
+pub fn read(pid: u32, remote: u64, dst: &mut [u8]) -> Result<(), Refused> {
+    // SAFETY: `dst` is borrowed mutably for the call, so writable and ours.
+    unsafe { transfer(pid, remote, dst.as_mut_ptr(), dst.len(), Way::In) }
+}
+
+/// Writes `src` at address `remote` of process `pid`, as `read` reads. The
+/// remote range is the other process's to lend (a receive that asked).
 pub fn write(pid: u32, remote: u64, src: &[u8]) -> Result<(), Refused> {
-    let mut done = 0;
-    while done < src.len() {
-        let want = (src.len() - done).min(CALL_MAX);
-        let local = libc::iovec {
-            iov_base: src[done..].as_ptr() as *mut libc::c_void,
-            iov_len: want,
-        };
-        let far = libc::iovec {
-            iov_base: (remote as usize).wrapping_add(done) as *mut libc::c_void,
-            iov_len: want,
-        };
-        // SAFETY: `local` covers `want` bytes of `src`, which the kernel
-        // only reads. The remote range is written in the other process,
-        // whose receive lent it for this (the kernel checks the mapping).
-        let got = unsafe { libc::process_vm_writev(pid as libc::pid_t, &local, 1, &far, 1, 0) };
-        match got {
-            n if n > 0 => done += n as usize,
-            0 => return Err(Refused(libc::EFAULT)),
-            _ => {
-                return Err(Refused(
-                    std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-                ))
-            }
-        }
-    }
-    Ok(())
+    // SAFETY: `src` is borrowed for the call and readable; `Way::Out` only
+    // reads it.
+    unsafe { transfer(pid, remote, src.as_ptr().cast_mut(), src.len(), Way::Out) }
 }
 
 #[cfg(test)]
