@@ -1,53 +1,227 @@
-//! Half-precision kernels for CPUs with AVX-512 (F, BW, VL, DQ) and its
-//! bfloat16 extension, chosen at run time before the AVX2 ones. Each gives
-//! bit for bit what the baseline kernel gives (a NaN stays a NaN).
+//! Kernels for CPUs with AVX-512 (F, BW, VL, DQ), chosen at run time before
+//! the AVX2 ones. Each gives bit for bit what the baseline kernel gives (a
+//! NaN stays a NaN). Figures: criterion (`benches/reduce.rs`), GiB/s, 256
+//! KiB in cache, on an Intel Xeon with AVX-512 FP16 (memcpy 45.8-47.0)
+//! unless said otherwise; before is the AVX2 build.
 //!
-//! - bfloat16 SUM and PROD round back with `vcvtne2ps2bf16`: one instruction
-//!   for 32 results instead of the AVX2 build's integer rounding (about 30
-//!   instructions per 32 bytes). Criterion, 256 KiB in cache, on this AMD
-//!   EPYC (Zen 4): 13.7 -> 29 GiB/s against memcpy's 48-49; widening by a
-//!   shift and a mask instead of four unpacks, with one word permutation
-//!   after the converter, 29 -> 31-33 against memcpy's 49-52 (the
-//!   permutation costs 1.2 of the 7.7 us per 256 KiB; a qword permutation
-//!   and a byte shuffle, a byte permutation, or rounding with integer
-//!   operations instead of the converter were slower or no faster). The
-//!   instruction treats a subnormal f32 as zero, which the baseline does not,
-//!   so a step whose f32 results hold a subnormal goes through the baseline
-//!   kernel instead (`vfpclassps` tells, one instruction per 16 results).
-//! - binary16 MAX and MIN were here (widened to f32 by F16C's 16-wide
-//!   converters, 21-24 -> 27 GiB/s); the AVX2 build now compares their
-//!   bits as integers, with no converter (`avx2::lanes::f16_pick`, 39-40).
-//!   binary16 SUM and PROD stay on the AVX2 build, bound by the converters
-//!   (its 8-wide converters ran as fast as the 16-wide ones here).
+//! - binary16 SUM, PROD, MAX and MIN, where the CPU has AVX-512 FP16, in
+//!   the CPU's own binary16 arithmetic (`vaddph`, `vmulph`, `vmaxph`,
+//!   `vminph`), 32 per instruction: SUM 34.1 -> 46.0, MAX 25.6 -> 46.3, MIN
+//!   26.2 -> 45.9. A binary16 sum or product rounded once equals the
+//!   baseline's f32 result rounded back: f32 carries 24 bits, at least
+//!   twice binary16's 11 plus two, so the double rounding is innocuous.
+//!   These instructions ignore MXCSR's DAZ and FTZ, as the baseline's exact
+//!   widening does.
+//! - bfloat16 MAX and MIN widen each element to f32 (a shift for the even,
+//!   a mask for the odd) and compare there (`vmaxps` keeps `d` only where
+//!   `d > s`, as MPICH does); the result is one of the inputs, so nothing
+//!   rounds, and a word blend puts the picks back: MAX 31.2 -> 38.7, MIN
+//!   32.6 -> 38.4.
+//! - 64-bit integer MAX and MIN (`vpmaxsq` and the like): 41.2 -> 48-50.
+//! - bfloat16 SUM and PROD round back with `vcvtne2ps2bf16` (AVX-512 BF16):
+//!   one instruction for 32 results instead of the AVX2 build's integer
+//!   rounding (about 30 instructions per 32 bytes). On an AMD EPYC (Zen 4):
+//!   13.7 -> 29 GiB/s against memcpy's 48-49; widening by a shift and a
+//!   mask instead of four unpacks, with one word permutation after the
+//!   converter, 29 -> 31-33 against memcpy's 49-52 (a qword permutation and
+//!   a byte shuffle, a byte permutation, or rounding with integer operations
+//!   instead of the converter were slower or no faster). The instruction
+//!   treats a subnormal f32 as zero, which the baseline does not, so a step
+//!   whose f32 results hold a subnormal goes through the baseline kernel
+//!   instead; only steps with a zero among their results are looked at
+//!   closer (on this Xeon 26.4 -> 27.5-30.2; without any check it would run
+//!   at 32.6, so the rest is the widening, converting and permuting).
+//!
+//! Out of cache (64 MiB) the kernels with more than one instruction per
+//! vector ask for their lines ahead (`ahead`).
 
-use super::{half, in_steps, KernelFn, Op};
+use super::{half, in_steps, int, KernelFn, Op};
 use crate::dtype::ElemType;
 use std::arch::x86_64::*;
 
-/// Whether this CPU runs the kernels here.
-fn detected() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-        && std::arch::is_x86_feature_detected!("avx512bf16")
+/// What this CPU has of the AVX-512 families the kernels here need.
+#[derive(Clone, Copy)]
+struct Has {
+    /// F, BW, VL and DQ: every kernel here needs them.
+    base: bool,
+    /// BF16's converters.
+    bf16: bool,
+    /// FP16's binary16 arithmetic.
+    fp16: bool,
+}
+
+fn has() -> Has {
+    use std::arch::is_x86_feature_detected as on;
+    let base = on!("avx512f") && on!("avx512bw") && on!("avx512vl") && on!("avx512dq");
+    Has {
+        base,
+        bf16: base && on!("avx512bf16"),
+        fp16: base && on!("avx512fp16"),
+    }
 }
 
 /// The AVX-512 build of (op, ty), if there is one and this CPU runs it.
 pub(super) fn kernel(op: Op, ty: ElemType) -> Option<KernelFn> {
-    if !detected() {
-        return None;
-    }
     table(op, ty)
 }
 
 fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
     use ElemType as T;
+    let has = has();
     Some(match (ty, op) {
-        (T::Bf16, Op::Sum) => bf16_sum,
-        (T::Bf16, Op::Prod) => bf16_prod,
+        (T::F16, Op::Sum) if has.fp16 => f16_sum,
+        (T::F16, Op::Prod) if has.fp16 => f16_prod,
+        (T::F16, Op::Max) if has.fp16 => f16_max,
+        (T::F16, Op::Min) if has.fp16 => f16_min,
+        (T::Bf16, Op::Sum) if has.bf16 => bf16_sum,
+        (T::Bf16, Op::Prod) if has.bf16 => bf16_prod,
+        (T::Bf16, Op::Max) if has.base => bf16_max,
+        (T::Bf16, Op::Min) if has.base => bf16_min,
+        (T::I64, Op::Max) if has.base => i64_max,
+        (T::I64, Op::Min) if has.base => i64_min,
+        (T::U64, Op::Max) if has.base => u64_max,
+        (T::U64, Op::Min) if has.base => u64_min,
         _ => return None,
     })
+}
+
+/// The binary16 instructions `f16_apply` runs, by name.
+const VADDPH: u8 = 0;
+const VMULPH: u8 = 1;
+const VMAXPH: u8 = 2;
+const VMINPH: u8 = 3;
+
+/// `dst = op(src, dst)` on binary16, 32 elements per instruction, stored
+/// aligned (`split_head`); the head and the tail go through `scalar`.
+/// Inline assembly, since Rust's binary16 intrinsics are newer than this
+/// crate's oldest supported compiler.
+///
+/// # Safety
+/// The CPU must support AVX-512 F, BW and FP16.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn f16_apply<const OP: u8>(s: &[u8], d: &mut [u8], scalar: KernelFn) {
+    in_steps::<64>(s, d, 2, 64, scalar, |s, d| {
+        let (sv, dv, r): (__m512i, __m512i, __m512i);
+        // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
+        // of 64 bytes inside them.
+        unsafe {
+            sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
+            dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
+        }
+        // SAFETY: register-only arithmetic, on a CPU with AVX-512 FP16
+        // (the caller's promise). MAX and MIN keep their first operand
+        // where it compares greater (smaller), else take the second, NaNs
+        // included: `d > s ? d : s`, as the baseline.
+        unsafe {
+            match OP {
+                VADDPH => std::arch::asm!("vaddph {r}, {a}, {b}", r = lateout(zmm_reg) r,
+                    a = in(zmm_reg) sv, b = in(zmm_reg) dv, options(pure, nomem, nostack)),
+                VMULPH => std::arch::asm!("vmulph {r}, {a}, {b}", r = lateout(zmm_reg) r,
+                    a = in(zmm_reg) sv, b = in(zmm_reg) dv, options(pure, nomem, nostack)),
+                VMAXPH => std::arch::asm!("vmaxph {r}, {a}, {b}", r = lateout(zmm_reg) r,
+                    a = in(zmm_reg) dv, b = in(zmm_reg) sv, options(pure, nomem, nostack)),
+                _ => std::arch::asm!("vminph {r}, {a}, {b}", r = lateout(zmm_reg) r,
+                    a = in(zmm_reg) dv, b = in(zmm_reg) sv, options(pure, nomem, nostack)),
+            }
+        }
+        // SAFETY: as the loads: 64 bytes inside `d`.
+        unsafe { _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, r) };
+    });
+}
+
+/// The 64-bit integer comparisons `int64_pick` runs, by name.
+const MAXSQ: u8 = 0;
+const MINSQ: u8 = 1;
+const MAXUQ: u8 = 2;
+const MINUQ: u8 = 3;
+
+/// MAX or MIN of 64-bit integers, signed or not, eight per instruction
+/// (`vpmaxsq` and the like; AVX2 has no such comparison and blends instead:
+/// 41 GiB/s in cache against memcpy's 46.6, 7.6-8.0 out of it against
+/// 10.0-10.4).
+///
+/// # Safety
+/// The CPU must support AVX-512 F.
+#[target_feature(enable = "avx512f")]
+unsafe fn int64_pick<const OP: u8>(s: &[u8], d: &mut [u8], scalar: KernelFn) {
+    in_steps::<64>(s, d, 8, 64, scalar, |s, d| {
+        let (sv, dv);
+        // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
+        // of 64 bytes inside them.
+        unsafe {
+            sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
+            dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
+        }
+        ahead(s, d);
+        let r = match OP {
+            MAXSQ => _mm512_max_epi64(dv, sv),
+            MINSQ => _mm512_min_epi64(dv, sv),
+            MAXUQ => _mm512_max_epu64(dv, sv),
+            _ => _mm512_min_epu64(dv, sv),
+        };
+        // SAFETY: as the loads: 64 bytes inside `d`.
+        unsafe { _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, r) };
+    });
+}
+
+/// Asks for the lines `AHEAD` bytes past this step of `s` and `d`. The
+/// kernels that do more than one instruction of work per vector issue their
+/// loads too slowly to keep enough lines coming from memory by themselves:
+/// bfloat16 MAX, 64 MiB, GiB/s against memcpy's 9-10: 7.6 without, 9.1 at
+/// 512 bytes ahead, 9.4-10.5 at 2048, 8.2 at 4096.
+#[inline(always)]
+fn ahead(s: &[u8], d: &[u8]) {
+    const AHEAD: usize = 2048;
+    // SAFETY: a prefetch is only a hint; it never faults, so an address past
+    // the slices' ends (computed with wrapping arithmetic, never read) is
+    // harmless.
+    unsafe {
+        _mm_prefetch::<_MM_HINT_T0>(s.as_ptr().wrapping_add(AHEAD) as *const i8);
+        _mm_prefetch::<_MM_HINT_T0>(d.as_ptr().wrapping_add(AHEAD) as *const i8);
+    }
+}
+
+/// bfloat16 MAX (`MAX`) or MIN: each element widened exactly to f32 and
+/// compared there, `vmaxps(d, s)` keeping `d` only where `d > s` as the
+/// baseline does (a NaN on either side gives `s`); the pick is one of the
+/// inputs, so its bits go back unrounded.
+///
+/// # Safety
+/// The CPU must support AVX-512 F and BW.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn bf16_pick<const MAX: bool>(s: &[u8], d: &mut [u8], scalar: KernelFn) {
+    let high = _mm512_set1_epi32(0xffff_0000u32 as i32);
+    let widen = |v: __m512i| {
+        (
+            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(v)),
+            _mm512_castsi512_ps(_mm512_and_si512(v, high)),
+        )
+    };
+    in_steps::<64>(s, d, 2, 64, scalar, |s, d| {
+        let (sv, dv);
+        // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
+        // of 64 bytes inside them.
+        unsafe {
+            sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
+            dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
+        }
+        ahead(s, d);
+        let ((s0, s1), (d0, d1)) = (widen(sv), widen(dv));
+        let (r0, r1) = if MAX {
+            (_mm512_max_ps(d0, s0), _mm512_max_ps(d1, s1))
+        } else {
+            (_mm512_min_ps(d0, s0), _mm512_min_ps(d1, s1))
+        };
+        // Odd words from the odd picks as they stand, even words from the
+        // even picks shifted back down.
+        let picked = _mm512_mask_blend_epi16(
+            0xaaaa_aaaa,
+            _mm512_srli_epi32::<16>(_mm512_castps_si512(r0)),
+            _mm512_castps_si512(r1),
+        );
+        // SAFETY: as the loads: 64 bytes inside `d`.
+        unsafe { _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, picked) };
+    });
 }
 
 /// `dst = op(src, dst)` on bfloat16, 32 elements per step, rounded back to
@@ -79,6 +253,7 @@ unsafe fn bf16_apply(
         )
     };
     const SUBNORMAL: i32 = 0x20;
+    let magnitude = _mm512_set1_epi16(0x7fff);
     in_steps::<64>(s, d, 2, 64, scalar, |s, d| {
         let (sv, dv);
         // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
@@ -87,20 +262,24 @@ unsafe fn bf16_apply(
             sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
             dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
         }
+        ahead(s, d);
         let ((s0, s1), (d0, d1)) = (widen(sv), widen(dv));
         let (r0, r1) = (op(s0, d0), op(s1, d1));
-        if _mm512_fpclass_ps_mask::<SUBNORMAL>(r0) | _mm512_fpclass_ps_mask::<SUBNORMAL>(r1) != 0 {
-            return scalar(s, d);
-        }
         // SAFETY: both are 64 bytes of plain vector data.
         let packed: __m512i = unsafe { std::mem::transmute(_mm512_cvtne2ps_pbh(r1, r0)) };
+        let ordered = _mm512_permutexvar_epi16(order, packed);
+        // A flushed subnormal comes out as a zero, so only a step with a
+        // zero result needs the closer look. (Tested after the permutation:
+        // LLVM turns a test of the converter's own result into 32 scalar
+        // bfloat16 compares, 1.2 GiB/s.)
+        if _mm512_test_epi16_mask(ordered, magnitude) != u32::MAX
+            && _mm512_fpclass_ps_mask::<SUBNORMAL>(r0) | _mm512_fpclass_ps_mask::<SUBNORMAL>(r1)
+                != 0
+        {
+            return scalar(s, d);
+        }
         // SAFETY: as the loads: 64 bytes inside `d`.
-        unsafe {
-            _mm512_storeu_si512(
-                d.as_mut_ptr() as *mut __m512i,
-                _mm512_permutexvar_epi16(order, packed),
-            )
-        };
+        unsafe { _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, ordered) };
     });
 }
 
@@ -109,8 +288,8 @@ unsafe fn bf16_apply(
 macro_rules! kernels {
     ($($name:ident = $apply:ident($scalar:path, |$s:ident, $d:ident| $body:expr);)*) => {$(
         fn $name(s: &[u8], d: &mut [u8]) {
-            // SAFETY: `kernel` hands this out only after `detected` found
-            // every feature `$apply` is compiled for.
+            // SAFETY: `table` hands this out only after `has` found every
+            // feature `$apply` is compiled for.
             unsafe { $apply(s, d, |$s, $d| $body, $scalar) }
         }
     )*};
@@ -121,6 +300,30 @@ kernels! {
     bf16_prod = bf16_apply(half::bf16k::prod, |s, d| _mm512_mul_ps(s, d));
 }
 
+/// Kernels whose operation is a constant parameter of their function.
+macro_rules! const_kernels {
+    ($($name:ident = $apply:ident::<$op:tt>($scalar:path);)*) => {$(
+        fn $name(s: &[u8], d: &mut [u8]) {
+            // SAFETY: `table` hands this out only after `has` found every
+            // feature `$apply` needs.
+            unsafe { $apply::<$op>(s, d, $scalar) }
+        }
+    )*};
+}
+
+const_kernels! {
+    f16_sum = f16_apply::<VADDPH>(half::f16k::sum);
+    f16_prod = f16_apply::<VMULPH>(half::f16k::prod);
+    f16_max = f16_apply::<VMAXPH>(half::f16k::max);
+    f16_min = f16_apply::<VMINPH>(half::f16k::min);
+    bf16_max = bf16_pick::<true>(half::bf16k::max);
+    bf16_min = bf16_pick::<false>(half::bf16k::min);
+    i64_max = int64_pick::<MAXSQ>(int::max::<i64>);
+    i64_min = int64_pick::<MINSQ>(int::min::<i64>);
+    u64_max = int64_pick::<MAXUQ>(int::max::<u64>);
+    u64_min = int64_pick::<MINUQ>(int::min::<u64>);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,11 +332,92 @@ mod tests {
     /// Every kernel here gives what the baseline gives, on arbitrary bytes.
     #[test]
     fn avx512_matches_baseline() {
-        if !detected() {
-            eprintln!("skipped: this CPU lacks AVX-512 BW/VL/DQ/BF16");
+        let has = has();
+        if !has.base {
+            eprintln!("skipped: this CPU lacks AVX-512 F/BW/VL/DQ");
             return;
         }
-        assert_eq!(assert_same_as_baseline(table), 2);
+        if !has.fp16 || !has.bf16 {
+            eprintln!("partly skipped: FP16 {} BF16 {}", has.fp16, has.bf16);
+        }
+        let want = 6 + 2 * has.bf16 as usize + 4 * has.fp16 as usize;
+        assert_eq!(assert_same_as_baseline(table), want);
+    }
+
+    /// Every pair of the edge values (zeros of both signs, subnormals, the
+    /// largest finite, infinities, quiet and signalling NaNs, ties that
+    /// round to even) through each kernel here, as the baseline gives them;
+    /// and binary16 again with MXCSR's DAZ and FTZ set, which the baseline
+    /// ignores and so must the kernels.
+    #[test]
+    fn edge_values_match_baseline() {
+        let has = has();
+        if !has.base {
+            eprintln!("skipped: this CPU lacks AVX-512 F/BW/VL/DQ");
+            return;
+        }
+        let f16_edges: &[u16] = &[
+            0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x3c01, 0x7bff, 0xfbff,
+            0x7c00, 0xfc00, 0x7e00, 0x7d01, 0x1400, 0x4000,
+        ];
+        let bf16_edges: &[u16] = &[
+            0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x0080, 0x8080, 0x3f80, 0xbf80, 0x3f81, 0x7f7f,
+            0xff7f, 0x7f80, 0xff80, 0x7fc0, 0x7f81, 0x3b80,
+        ];
+        let pairs = |edges: &[u16]| {
+            let mut s = Vec::new();
+            let mut d = Vec::new();
+            for &x in edges {
+                for &y in edges {
+                    s.extend_from_slice(&x.to_ne_bytes());
+                    d.extend_from_slice(&y.to_ne_bytes());
+                }
+            }
+            (s, d)
+        };
+        let check = |ty: ElemType, edges: &[u16]| {
+            let (s, d) = pairs(edges);
+            for op in [Op::Sum, Op::Prod, Op::Max, Op::Min] {
+                let Some(k) = table(op, ty) else { continue };
+                let base = crate::reduce::baseline(op, ty).expect("baseline kernel");
+                let (mut want, mut got) = (d.clone(), d.clone());
+                base(&s, &mut want);
+                k(&s, &mut got);
+                let diff = first_difference(ty, &want, &got);
+                assert!(diff.is_none(), "{op:?} {ty:?}: element {diff:?}");
+            }
+        };
+        check(ElemType::Bf16, bf16_edges);
+        check(ElemType::F16, f16_edges);
+        if has.fp16 {
+            let _flush = FlushDenormals::set();
+            check(ElemType::F16, f16_edges);
+        }
+    }
+
+    /// MXCSR's DAZ and FTZ set on this thread while it lives.
+    struct FlushDenormals(u32);
+
+    impl FlushDenormals {
+        fn set() -> Self {
+            let mut old = 0u32;
+            // SAFETY: stores MXCSR into a local; loads it back with DAZ
+            // (bit 6) and FTZ (bit 15) set, which changes only how this
+            // thread rounds tiny floats.
+            unsafe {
+                std::arch::asm!("stmxcsr [{0}]", in(reg) &mut old, options(nostack));
+                let new = old | 0x8040;
+                std::arch::asm!("ldmxcsr [{0}]", in(reg) &new, options(nostack));
+            }
+            FlushDenormals(old)
+        }
+    }
+
+    impl Drop for FlushDenormals {
+        fn drop(&mut self) {
+            // SAFETY: restores the MXCSR this thread had.
+            unsafe { std::arch::asm!("ldmxcsr [{0}]", in(reg) &self.0, options(nostack)) };
+        }
     }
 
     /// Sums whose f32 result is subnormal (the converter would flush them to
@@ -141,7 +425,7 @@ mod tests {
     /// beside them still round on the CPU. Fails if the check is removed.
     #[test]
     fn bf16_subnormal_results_keep_their_bits() {
-        if !detected() {
+        if !has().bf16 {
             eprintln!("skipped: this CPU lacks AVX-512 BW/VL/DQ/BF16");
             return;
         }

@@ -106,7 +106,7 @@ fn choose(op: Op, ty: ElemType) -> Option<KernelFn> {
 }
 
 /// The kernel built for the baseline instruction set (SSE2 on x86-64).
-fn baseline(op: Op, ty: ElemType) -> Option<KernelFn> {
+pub(super) fn baseline(op: Op, ty: ElemType) -> Option<KernelFn> {
     if !cfg!(target_arch = "x86_64")
         && matches!(
             ty,
