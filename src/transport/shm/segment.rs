@@ -95,15 +95,20 @@ fn layout(nranks: usize, ring_bytes: usize) -> Layout {
 /// over; the rest of the word still says which CPU that was.
 pub const PAUSED: u32 = 1 << 31;
 
+/// Set by a rank that hands this rank a message to read in place (a
+/// `Pull`), cleared by this rank when it next looks at its links: while it
+/// is set, this rank has a copy to make once it gets a core.
+pub const WORK: u32 = 1 << 30;
+
 /// The CPU part of an `on_cpu` word (1 + the CPU, 0 if unknown), paused
 /// or not.
 pub fn cpu_of(on_cpu: u32) -> u32 {
-    on_cpu & !PAUSED
+    on_cpu & !(PAUSED | WORK)
 }
 
 /// Whether an `on_cpu` word says its rank runs now.
 pub fn runs(on_cpu: u32) -> bool {
-    on_cpu != 0 && on_cpu & PAUSED == 0
+    cpu_of(on_cpu) != 0 && on_cpu & PAUSED == 0
 }
 
 /// 1 + the CPU the calling thread runs on (0 if the kernel cannot say),
