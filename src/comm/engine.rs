@@ -260,16 +260,6 @@ enum Awaited<'a> {
     Copying(&'a [ReqId]),
 }
 
-/// Stores `word` (a CPU, maybe `PAUSED`) as a rank's `Segment::on_cpu`
-/// word, keeping a `WORK` mark that another rank set before. A mark set
-/// between the load and the store is lost, which costs only a poll where
-/// a yield would have served better: the mark is a hint, and this store
-/// comes at every hand-over, so it stays a plain one.
-fn publish(at: &std::sync::atomic::AtomicU32, word: u32) {
-    let old = at.load(Ordering::Relaxed);
-    at.store(word | old & WORK, Ordering::Relaxed);
-}
-
 /// One rank's engine: its links to every world rank and all pending work.
 pub struct Engine {
     me: usize,
@@ -1792,7 +1782,7 @@ impl Engine {
     fn note_running(&mut self) {
         self.cpu = current_cpu();
         if let (Some(seg), Some(me)) = (&self.seg, self.on_seg.get(self.me).copied().flatten()) {
-            publish(seg.on_cpu(me), self.cpu);
+            seg.on_cpu(me).store(self.cpu, Ordering::Relaxed);
         }
     }
 
@@ -1832,7 +1822,7 @@ impl Engine {
             return;
         }
         let me = self.on_seg[self.me].unwrap_or(0);
-        publish(seg.on_cpu(me), self.cpu | PAUSED);
+        seg.on_cpu(me).store(self.cpu | PAUSED, Ordering::Relaxed);
         leave();
         self.note_running();
     }
@@ -2794,12 +2784,15 @@ mod tests {
         let pulled = tx.cma;
         let marked = || seg.on_cpu(1).load(Ordering::Relaxed) & WORK != 0;
         // The receiver paused on the mate's CPU, as `hand_over` says so.
-        publish(seg.on_cpu(1), mate.cpu | PAUSED);
+        seg.on_cpu(1).fetch_and(WORK, Ordering::Relaxed);
+        seg.on_cpu(1).fetch_or(mate.cpu | PAUSED, Ordering::Relaxed);
         assert_eq!(marked(), pulled, "the offer marks its receiver");
         assert_eq!(mate.mate_has_work(&seg), pulled);
         assert!(matches!(tx.awaited_for(&id), Awaited::Copying(_)));
         // On another CPU the receiver is nobody's mate.
-        publish(seg.on_cpu(1), (mate.cpu + 1) | PAUSED);
+        seg.on_cpu(1).fetch_and(WORK, Ordering::Relaxed);
+        seg.on_cpu(1)
+            .fetch_or((mate.cpu + 1) | PAUSED, Ordering::Relaxed);
         assert!(!mate.mate_has_work(&seg));
         let mut got = vec![0u8; len];
         let m = Match {

@@ -85,6 +85,41 @@ fn table(op: Op, ty: ElemType) -> Option<KernelFn> {
     })
 }
 
+/// The loop of every kernel here: each 64 bytes of `s` and `d` loaded
+/// whole, `step` makes the 64 bytes of results, stored aligned
+/// (`split_head`); a step for which `step` has none (`None`), the head and
+/// the tail go through `scalar`, the baseline kernel. `AHEAD`: ask for the
+/// lines ahead (`ahead`).
+///
+/// # Safety
+/// Call only from a function compiled for AVX-512 F (this one is inlined
+/// there), on a CPU that has it.
+#[inline(always)]
+unsafe fn by_zmm<const AHEAD: bool>(
+    s: &[u8],
+    d: &mut [u8],
+    ext: usize,
+    scalar: KernelFn,
+    step: impl Fn(__m512i, __m512i) -> Option<__m512i>,
+) {
+    in_steps::<64>(s, d, ext, 64, scalar, |s, d| {
+        // SAFETY: `in_steps` hands over 64 bytes of each: unaligned loads
+        // and a store of 64 bytes inside them, compiled for AVX-512 F (the
+        // caller's promise).
+        unsafe {
+            let sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
+            let dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
+            if AHEAD {
+                ahead(s, d);
+            }
+            match step(sv, dv) {
+                Some(r) => _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, r),
+                None => scalar(s, d),
+            }
+        }
+    });
+}
+
 /// The binary16 instructions `f16_apply` runs, by name.
 const VADDPH: u8 = 0;
 const VMULPH: u8 = 1;
@@ -100,18 +135,12 @@ const VMINPH: u8 = 3;
 /// The CPU must support AVX-512 F, BW and FP16.
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn f16_apply<const OP: u8>(s: &[u8], d: &mut [u8], scalar: KernelFn) {
-    in_steps::<64>(s, d, 2, 64, scalar, |s, d| {
-        let (sv, dv, r): (__m512i, __m512i, __m512i);
-        // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
-        // of 64 bytes inside them.
-        unsafe {
-            sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
-            dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
-        }
+    let step = |sv: __m512i, dv: __m512i| {
+        let r: __m512i;
         // SAFETY: register-only arithmetic, on a CPU with AVX-512 FP16
         // (the caller's promise). MAX and MIN keep their first operand
-        // where it compares greater (smaller), else take the second, NaNs
-        // included: `d > s ? d : s`, as the baseline.
+        // where it compares greater (smaller), else take the second,
+        // NaNs included: `d > s ? d : s`, as the baseline.
         unsafe {
             match OP {
                 VADDPH => std::arch::asm!("vaddph {r}, {a}, {b}", r = lateout(zmm_reg) r,
@@ -124,9 +153,10 @@ unsafe fn f16_apply<const OP: u8>(s: &[u8], d: &mut [u8], scalar: KernelFn) {
                     a = in(zmm_reg) dv, b = in(zmm_reg) sv, options(pure, nomem, nostack)),
             }
         }
-        // SAFETY: as the loads: 64 bytes inside `d`.
-        unsafe { _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, r) };
-    });
+        Some(r)
+    };
+    // SAFETY: compiled for AVX-512 F, which `by_zmm` needs.
+    unsafe { by_zmm::<false>(s, d, 2, scalar, step) }
 }
 
 /// The 64-bit integer comparisons `int64_pick` runs, by name.
@@ -144,24 +174,17 @@ const MINUQ: u8 = 3;
 /// The CPU must support AVX-512 F.
 #[target_feature(enable = "avx512f")]
 unsafe fn int64_pick<const OP: u8>(s: &[u8], d: &mut [u8], scalar: KernelFn) {
-    in_steps::<64>(s, d, 8, 64, scalar, |s, d| {
-        let (sv, dv);
-        // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
-        // of 64 bytes inside them.
-        unsafe {
-            sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
-            dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
-        }
-        ahead(s, d);
-        let r = match OP {
-            MAXSQ => _mm512_max_epi64(dv, sv),
-            MINSQ => _mm512_min_epi64(dv, sv),
-            MAXUQ => _mm512_max_epu64(dv, sv),
-            _ => _mm512_min_epu64(dv, sv),
-        };
-        // SAFETY: as the loads: 64 bytes inside `d`.
-        unsafe { _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, r) };
-    });
+    // SAFETY: compiled for AVX-512 F, which `by_zmm` needs.
+    unsafe {
+        by_zmm::<true>(s, d, 8, scalar, |sv, dv| {
+            Some(match OP {
+                MAXSQ => _mm512_max_epi64(dv, sv),
+                MINSQ => _mm512_min_epi64(dv, sv),
+                MAXUQ => _mm512_max_epu64(dv, sv),
+                _ => _mm512_min_epu64(dv, sv),
+            })
+        })
+    }
 }
 
 /// Asks for the lines `AHEAD` bytes past this step of `s` and `d`. The
@@ -197,31 +220,24 @@ unsafe fn bf16_pick<const MAX: bool>(s: &[u8], d: &mut [u8], scalar: KernelFn) {
             _mm512_castsi512_ps(_mm512_and_si512(v, high)),
         )
     };
-    in_steps::<64>(s, d, 2, 64, scalar, |s, d| {
-        let (sv, dv);
-        // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
-        // of 64 bytes inside them.
-        unsafe {
-            sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
-            dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
-        }
-        ahead(s, d);
-        let ((s0, s1), (d0, d1)) = (widen(sv), widen(dv));
-        let (r0, r1) = if MAX {
-            (_mm512_max_ps(d0, s0), _mm512_max_ps(d1, s1))
-        } else {
-            (_mm512_min_ps(d0, s0), _mm512_min_ps(d1, s1))
-        };
-        // Odd words from the odd picks as they stand, even words from the
-        // even picks shifted back down.
-        let picked = _mm512_mask_blend_epi16(
-            0xaaaa_aaaa,
-            _mm512_srli_epi32::<16>(_mm512_castps_si512(r0)),
-            _mm512_castps_si512(r1),
-        );
-        // SAFETY: as the loads: 64 bytes inside `d`.
-        unsafe { _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, picked) };
-    });
+    // SAFETY: compiled for AVX-512 F, which `by_zmm` needs.
+    unsafe {
+        by_zmm::<true>(s, d, 2, scalar, |sv, dv| {
+            let ((s0, s1), (d0, d1)) = (widen(sv), widen(dv));
+            let (r0, r1) = if MAX {
+                (_mm512_max_ps(d0, s0), _mm512_max_ps(d1, s1))
+            } else {
+                (_mm512_min_ps(d0, s0), _mm512_min_ps(d1, s1))
+            };
+            // Odd words from the odd picks as they stand, even words from
+            // the even picks shifted back down.
+            Some(_mm512_mask_blend_epi16(
+                0xaaaa_aaaa,
+                _mm512_srli_epi32::<16>(_mm512_castps_si512(r0)),
+                _mm512_castps_si512(r1),
+            ))
+        })
+    }
 }
 
 /// `dst = op(src, dst)` on bfloat16, 32 elements per step, rounded back to
@@ -254,33 +270,24 @@ unsafe fn bf16_apply(
     };
     const SUBNORMAL: i32 = 0x20;
     let magnitude = _mm512_set1_epi16(0x7fff);
-    in_steps::<64>(s, d, 2, 64, scalar, |s, d| {
-        let (sv, dv);
-        // SAFETY: `in_steps` hands over 64 bytes of each; unaligned loads
-        // of 64 bytes inside them.
-        unsafe {
-            sv = _mm512_loadu_si512(s.as_ptr() as *const __m512i);
-            dv = _mm512_loadu_si512(d.as_ptr() as *const __m512i);
-        }
-        ahead(s, d);
+    let step = |sv: __m512i, dv: __m512i| {
         let ((s0, s1), (d0, d1)) = (widen(sv), widen(dv));
         let (r0, r1) = (op(s0, d0), op(s1, d1));
         // SAFETY: both are 64 bytes of plain vector data.
         let packed: __m512i = unsafe { std::mem::transmute(_mm512_cvtne2ps_pbh(r1, r0)) };
         let ordered = _mm512_permutexvar_epi16(order, packed);
-        // A flushed subnormal comes out as a zero, so only a step with a
-        // zero result needs the closer look. (Tested after the permutation:
-        // LLVM turns a test of the converter's own result into 32 scalar
-        // bfloat16 compares, 1.2 GiB/s.)
-        if _mm512_test_epi16_mask(ordered, magnitude) != u32::MAX
-            && _mm512_fpclass_ps_mask::<SUBNORMAL>(r0) | _mm512_fpclass_ps_mask::<SUBNORMAL>(r1)
-                != 0
-        {
-            return scalar(s, d);
-        }
-        // SAFETY: as the loads: 64 bytes inside `d`.
-        unsafe { _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, ordered) };
-    });
+        // A flushed subnormal comes out as a zero, so only a step with
+        // a zero result needs the closer look. (Tested after the
+        // permutation: LLVM turns a test of the converter's own result
+        // into 32 scalar bfloat16 compares, 1.2 GiB/s.)
+        let zero = _mm512_test_epi16_mask(ordered, magnitude) != u32::MAX;
+        let subnormal = || {
+            _mm512_fpclass_ps_mask::<SUBNORMAL>(r0) | _mm512_fpclass_ps_mask::<SUBNORMAL>(r1) != 0
+        };
+        (!(zero && subnormal())).then_some(ordered)
+    };
+    // SAFETY: compiled for AVX-512 F, which `by_zmm` needs.
+    unsafe { by_zmm::<true>(s, d, 2, scalar, step) }
 }
 
 /// The kernels `table` hands out: each calls its `_apply` function
