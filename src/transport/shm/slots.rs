@@ -87,24 +87,7 @@ impl Area {
     /// they are at most `PREFETCH_LINES` in all; a hint only (x86-64
     /// `prefetchw`; nothing elsewhere).
     pub fn prefetch_write(&self, index: usize, far: bool, len: usize) {
-        let lines = match (start(far) + len).div_ceil(64) {
-            n if n <= PREFETCH_LINES => n,
-            _ => 1,
-        };
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        for line in 0..lines {
-            // SAFETY: a prefetch never faults and changes no memory; the
-            // line lies inside the slot.
-            unsafe {
-                std::arch::asm!(
-                    "prefetchw [{0}]",
-                    in(reg) self.slot(index).add(64 * line),
-                    options(nostack, preserves_flags, readonly)
-                );
-            }
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-        let _ = (index, lines);
+        self.prefetch(index, start(far) + len, true);
     }
 
     /// Asks for slot `index % DEPTH`'s lines, to read soon: those that
@@ -112,24 +95,34 @@ impl Area {
     /// `PREFETCH_LINES` in all, else the first (the flag's); a hint only
     /// (x86-64 `prefetcht0`; nothing elsewhere).
     pub fn prefetch_read(&self, index: usize, len: usize) {
-        let lines = match (FAR_OFFSET + len).div_ceil(64) {
+        self.prefetch(index, FAR_OFFSET + len, false);
+    }
+
+    /// Prefetches the lines of slot `index % DEPTH` that its first `bytes`
+    /// reach when they are at most `PREFETCH_LINES`, else its first line;
+    /// for writing (`prefetchw`) or reading (`prefetcht0`).
+    fn prefetch(&self, index: usize, bytes: usize, write: bool) {
+        let lines = match bytes.div_ceil(64) {
             n if n <= PREFETCH_LINES => n,
             _ => 1,
         };
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         for line in 0..lines {
+            let at = self.slot(index).wrapping_add(64 * line);
             // SAFETY: a prefetch never faults and changes no memory; the
             // line lies inside the slot.
             unsafe {
-                std::arch::asm!(
-                    "prefetcht0 [{0}]",
-                    in(reg) self.slot(index).add(64 * line),
-                    options(nostack, preserves_flags, readonly)
-                );
+                if write {
+                    std::arch::asm!("prefetchw [{0}]", in(reg) at,
+                        options(nostack, preserves_flags, readonly));
+                } else {
+                    std::arch::asm!("prefetcht0 [{0}]", in(reg) at,
+                        options(nostack, preserves_flags, readonly));
+                }
             }
         }
         #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-        let _ = (index, lines);
+        let _ = (index, lines, write);
     }
 
     /// The data of slot `index % DEPTH`, for reading; `far` as the writer
