@@ -98,9 +98,11 @@ pub const PAUSED: u32 = 1 << 31;
 /// Set by a rank that hands this rank a message to read in place (a
 /// `Pull`), cleared by this rank as it reads one: while it is set, this
 /// rank has a copy to make once it gets a core. A hint: the plain store of
-/// a rank's next hand-over or return clears it too (a load to keep it cost
-/// small exchanges 4-5%, 4 ranks on 2 cores, sendrecv 8-512 B), which
-/// costs only a poll where a yield would have served better.
+/// a rank's next hand-over or return clears it too, which costs only a
+/// poll where a yield would have served better. (Keeping it with a load
+/// before each such store read 4-5% slower in one alternated run of 4
+/// ranks' sendrecv 8-512 B, within this host's noise; the store stayed
+/// plain.)
 pub const WORK: u32 = 1 << 30;
 
 /// The CPU part of an `on_cpu` word (1 + the CPU, 0 if unknown), paused
