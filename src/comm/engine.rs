@@ -2759,6 +2759,23 @@ mod tests {
         assert_ne!(e.cpu, 0);
     }
 
+    /// Posts a receive of `buf` from world rank `source` in context 7,
+    /// of `tag` (`None`: any).
+    ///
+    /// # Safety
+    /// `buf` must outlive the request: until it completes, or the engine
+    /// is dropped.
+    unsafe fn post_recv(e: &mut Engine, source: usize, tag: Option<i32>, buf: &mut [u8]) -> ReqId {
+        let m = Match {
+            source: Some(source),
+            ctx: 7,
+            tag,
+        };
+        // SAFETY: the caller keeps `buf` alive as long as the request.
+        e.irecv(m, unsafe { RawBuf::new(buf.as_mut_ptr(), buf.len()) })
+            .unwrap()
+    }
+
     /// An offer to read in place marks its receiver (`WORK`) until the
     /// receiver reads it; meanwhile a rank on the receiver's CPU sees that
     /// its core mate has a copy to make, and waits on such a message are
@@ -2795,15 +2812,8 @@ mod tests {
             .fetch_or((mate.cpu + 1) | PAUSED, Ordering::Relaxed);
         assert!(!mate.mate_has_work(&seg));
         let mut got = vec![0u8; len];
-        let m = Match {
-            source: Some(0),
-            ctx: 7,
-            tag: Some(1),
-        };
-        // SAFETY: `got` outlives the wait.
-        let r = rx
-            .irecv(m, unsafe { RawBuf::new(got.as_mut_ptr(), len) })
-            .unwrap();
+        // SAFETY: `got` outlives the receive, completed below.
+        let r = unsafe { post_recv(&mut rx, 0, Some(1), &mut got) };
         while !rx.is_done(r) || !tx.is_done(id) {
             rx.progress();
             tx.progress();
@@ -2837,16 +2847,8 @@ mod tests {
         let mut bufs = [[0u8; 8]; 2];
         let ids: Vec<ReqId> = (1..3)
             .zip(bufs.iter_mut())
-            .map(|(p, b)| {
-                // SAFETY: `bufs` outlives the requests, completed below.
-                let raw = unsafe { RawBuf::new(b.as_mut_ptr(), 8) };
-                let m = Match {
-                    source: Some(p),
-                    ctx: 7,
-                    tag: Some(1),
-                };
-                e.irecv(m, raw).unwrap()
-            })
+            // SAFETY: `bufs` outlives the requests, completed below.
+            .map(|(p, b)| unsafe { post_recv(&mut e, p, Some(1), b) })
             .collect();
         let elsewhere = |e: &Engine| {
             e.all_awaited(Awaited::Requests(&ids), |at| {
@@ -2957,15 +2959,8 @@ mod tests {
         // Receives the message of `tag` from rank 1 and returns its bytes.
         let recv = |e: &mut Engine, tag: i32| {
             let mut got = vec![0u8; LEN];
-            let m = Match {
-                source: Some(1),
-                ctx: 7,
-                tag: Some(tag),
-            };
             // SAFETY: `got` outlives the wait.
-            let id = e
-                .irecv(m, unsafe { RawBuf::new(got.as_mut_ptr(), LEN) })
-                .unwrap();
+            let id = unsafe { post_recv(e, 1, Some(tag), &mut got) };
             e.wait(id, "recv").unwrap();
             got
         };
@@ -3026,15 +3021,8 @@ mod tests {
                 // The last receive is 1000 bytes short.
                 let cap = if i == 3 { len - 1000 } else { len };
                 let mut got = vec![0u8; cap];
-                let m = Match {
-                    source: Some(1),
-                    ctx: 7,
-                    tag: Some(i as i32),
-                };
                 // SAFETY: `got` outlives the wait.
-                let id = e
-                    .irecv(m, unsafe { RawBuf::new(got.as_mut_ptr(), cap) })
-                    .unwrap();
+                let id = unsafe { post_recv(&mut e, 1, Some(i as i32), &mut got) };
                 let st = e.wait(id, "recv").unwrap();
                 assert!(
                     got[..] == msg(i, len)[..cap],
@@ -3087,15 +3075,8 @@ mod tests {
         };
         let mut e = Engine::over_shm(0, seg);
         let mut got = vec![0u8; len];
-        let m = Match {
-            source: Some(1),
-            ctx: 7,
-            tag: Some(1),
-        };
         // SAFETY: `got` outlives the wait.
-        let id = e
-            .irecv(m, unsafe { RawBuf::new(got.as_mut_ptr(), len) })
-            .unwrap();
+        let id = unsafe { post_recv(&mut e, 1, Some(1), &mut got) };
         assert_eq!(e.wait(id, "recv").unwrap().bytes, len);
         assert!(got == data);
         assert_eq!(sender.join().unwrap(), len);
@@ -3183,15 +3164,8 @@ mod tests {
         assert_eq!(&buf[..3000], &msgs[1].2[..]);
         // A posted receive comes first: the lane steps aside.
         let mut first = vec![0u8; 100];
-        let m = Match {
-            source: Some(1),
-            ctx: 7,
-            tag: None,
-        };
         // SAFETY: `first` outlives the wait.
-        let id = e
-            .irecv(m, unsafe { RawBuf::new(first.as_mut_ptr(), 100) })
-            .unwrap();
+        let id = unsafe { post_recv(&mut e, 1, None, &mut first) };
         assert!(e.recv_now(1, 7, None, &mut buf, "t").unwrap().is_none());
         assert_eq!(e.wait(id, "t").unwrap().tag, 7);
         assert_eq!(first, msgs[2].2);
