@@ -123,7 +123,7 @@ fn bcast_all_algorithms() {
 
 #[test]
 fn reduce_all_algorithms() {
-    for algo in ["binomial", "rsag", "slots", "stream"] {
+    for algo in ["binomial", "rsag", "slots", "stream", "pull"] {
         for n in RANKS {
             for count in counts(n, true) {
                 let want = sum_ref(n, count);
@@ -786,7 +786,8 @@ fn small_rooted_calls_past_the_slot_depth() {
 
 /// Collectives forced to read their peers' memory (`pull`) give the same
 /// results once a rank cannot (as if its kernel refused): every member
-/// then runs that call another way and pulls no more. MPI_Gather and
+/// then runs that call another way and pulls no more (reduce: in place at
+/// the root, whose input the fallback still needs). MPI_Gather and
 /// MPI_Scatter (one length everywhere) and MPI_Alltoall take the pulls
 /// as well as the v-variants the matrix above runs.
 #[test]
@@ -797,6 +798,7 @@ fn pulls_fall_back_when_a_rank_cannot_read() {
         ("bcast", "pull"),
         ("gather", "pull"),
         ("scatter", "pull"),
+        ("reduce", "pull"),
     ];
     for n in [2, 3, 4] {
         let count = 20_001;
@@ -810,6 +812,23 @@ fn pulls_fall_back_when_a_rank_cannot_read() {
                 if round == 1 && r == n - 1 {
                     eng.stop_pulls();
                 }
+                // In place at the root: a refused read must leave its input.
+                let root = round % n;
+                let mut acc = data(r + 13, count);
+                let (send, recv) = if r == root {
+                    (None, Some(&mut acc[..]))
+                } else {
+                    (Some(data(r + 13, count)), None)
+                };
+                let c = &mut Ctx::new(eng, comm);
+                coll::reduce::reduce(c, send.as_deref(), recv, root, &SUM).unwrap();
+                if r == root {
+                    let want = fold_ref((0..n).map(|p| data(p + 13, count)), &SUM);
+                    assert!(acc == want, "reduce {what}");
+                }
+                // Every rank read in that reduce: a refusal is known.
+                assert_eq!(Ctx::new(eng, comm).pulls(), could && round == 0, "{what}");
+
                 let blocks: Vec<(usize, usize)> = (0..n).map(|p| (p * b, b)).collect();
                 let mut all = vec![0u8; n * b];
                 let c = &mut Ctx::new(eng, comm);
@@ -817,8 +836,6 @@ fn pulls_fall_back_when_a_rank_cannot_read() {
                     .unwrap();
                 let want: Vec<u8> = (0..n).flat_map(|p| data(p + round, count)).collect();
                 assert!(all == want, "allgather {what}");
-                // The last rank read in that allgather: a refusal is known.
-                assert_eq!(Ctx::new(eng, comm).pulls(), could && round == 0, "{what}");
 
                 let send: Vec<u8> = (0..n).flat_map(|p| data(r * n + p, count)).collect();
                 let mut recv = vec![0u8; n * b];
@@ -827,7 +844,6 @@ fn pulls_fall_back_when_a_rank_cannot_read() {
                 let want: Vec<u8> = (0..n).flat_map(|p| data(p * n + r, count)).collect();
                 assert!(recv == want, "alltoall {what}");
 
-                let root = round % n;
                 let mut buf = if r == root {
                     data(99, count)
                 } else {

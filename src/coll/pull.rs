@@ -13,7 +13,7 @@
 //! then returns `Ok(false)`; the destinations it wrote are written again).
 
 use super::slots::{self, mark_done, part, publish, wait_flag, Call, Place};
-use super::{split_blocks, Ctx};
+use super::{split_blocks, Ctx, Reducer};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::cma;
@@ -80,6 +80,18 @@ fn read(c: &mut Ctx, p: usize, addr: u64, dst: &mut [u8]) -> bool {
         return false;
     };
     let ok = cma::read(pid, addr, dst).is_ok();
+    if !ok {
+        c.refused();
+    }
+    ok
+}
+
+/// Writes `src` at `addr` of rank `p`, as `read` reads.
+fn write(c: &mut Ctx, p: usize, addr: u64, src: &[u8]) -> bool {
+    let Some(pid) = c.pid_of(p) else {
+        return false;
+    };
+    let ok = cma::write(pid, addr, src).is_ok();
     if !ok {
         c.refused();
     }
@@ -287,4 +299,131 @@ pub fn scatterv(
         (true, Some(mismatch(root, len, d.len())))
     };
     close(c, call, false, ok, bad)
+}
+
+/// Bytes of a block a rank reads and folds at a time: the piece of the
+/// result stays in cache between the reads and the folds. 2-rank reduce,
+/// us, 64 KiB / 256 KiB / whole blocks: 512 KiB 26.1 / 24.9 / 25.1, 1 MiB
+/// 57.7 / 57.4 / 61.2; 4 ranks on 2 cores 1 MiB 203 / 232.
+const REDUCE_PIECE: usize = 64 << 10;
+
+/// Reduce of every rank's `send` (or, on the root in place, `out`) into
+/// `out` on the root, every rank reducing one block: rank `r` reads block
+/// `r` of every other rank's input, folds it (in rank order, `p0 op (p1 op
+/// ...)`, where the op does not commute) and writes the result into the
+/// root's `out`. Each input byte is read once, and both cores fold.
+pub fn reduce(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    out: Option<&mut [u8]>,
+    root: usize,
+    red: &Reducer,
+) -> Result<bool> {
+    let (n, me) = (c.size(), c.rank());
+    let mut out = out.filter(|_| me == root);
+    let len = match (send, out.as_deref()) {
+        (_, Some(o)) => o.len(),
+        (Some(s), None) => s.len(),
+        (None, None) => return Err(Error::InvalidArg("reduce without a send buffer".into())),
+    };
+    // In place, the root's input is copied aside: the others' results
+    // overwrite `out` while it is still read, and a refused read must leave
+    // the input as it was for the fallback.
+    let copied = match (send, out.as_deref()) {
+        (None, Some(o)) => Some(c.copy_of(o)),
+        _ => None,
+    };
+    let input = send.or(copied.as_deref()).expect("one of the two");
+    let result = out.as_deref().map_or(0, |o| o.as_ptr() as u64);
+    let call = slots::begin(c)?;
+    publish(c, &call, 2 * OFFER, false, Place::Near, |d| {
+        put(d, 0, input.as_ptr() as u64);
+        put(d, 8, input.len() as u64);
+        put(d, OFFER, result);
+        put(d, OFFER + 8, len as u64);
+        Ok(())
+    })?;
+    let mut bad = None;
+    let mut addr = vec![0u64; n];
+    for p in (0..n).filter(|&p| p != me) {
+        let (a, l) = offered(c, &call, p, None)?;
+        if l != len {
+            bad.get_or_insert(mismatch(p, l, len));
+        }
+        addr[p] = a;
+    }
+    if input.len() != len {
+        bad.get_or_insert(mismatch(me, input.len(), len));
+    }
+    let target = if me == root {
+        0
+    } else {
+        let t = part(c, &call, root, false, OFFER, OFFER);
+        if get(t, 8) as usize != len {
+            bad.get_or_insert(mismatch(root, get(t, 8) as usize, len));
+        }
+        get(t, 0)
+    };
+    let (o, l) = super::even_blocks(len, red.extent, n)[me];
+    // Commutative: start from a peer's block, so no copy of this rank's.
+    let order: Vec<usize> = if red.commutative {
+        (1..=n).map(|i| (me + i) % n).collect()
+    } else {
+        (0..n).rev().collect()
+    };
+    let piece = (REDUCE_PIECE / red.extent.max(1)).max(1) * red.extent.max(1);
+    let mut acc_buf = if me == root {
+        Vec::new()
+    } else {
+        c.scratch(piece.min(l))
+    };
+    // Room for a peer's piece, where one is folded into another's.
+    let two = n == 2 && (red.commutative || me != n - 1);
+    let mut tmp = c.scratch(if two { 0 } else { piece.min(l) });
+    let mut ok = true;
+    let mut at = o;
+    while bad.is_none() && ok && at < o + l {
+        let end = (o + l).min(at + piece);
+        let acc: &mut [u8] = match out.as_deref_mut() {
+            Some(r) => &mut r[at..end],
+            None => &mut acc_buf[..end - at],
+        };
+        for (i, &p) in order.iter().enumerate() {
+            if p == me {
+                if i == 0 {
+                    copy(acc, &input[at..end]);
+                } else {
+                    red.fold_left(&input[at..end], acc);
+                }
+            } else if i == 0 {
+                ok = read(c, p, addr[p] + at as u64, acc);
+            } else {
+                let t = &mut tmp[..end - at];
+                ok = read(c, p, addr[p] + at as u64, t);
+                if ok {
+                    red.fold_left(t, acc);
+                }
+            }
+            if !ok {
+                break;
+            }
+        }
+        if ok && me != root {
+            ok = write(c, root, target + at as u64, acc);
+        }
+        at = end;
+    }
+    c.give_back(tmp);
+    c.give_back(acc_buf);
+    mark_done(c, &call, true);
+    let all = settle(c, ok)?;
+    if let Some(v) = copied {
+        if !all && bad.is_none() {
+            if let Some(o) = out {
+                copy(o, &v);
+            }
+        }
+        c.give_back(v);
+    }
+    bad.map_or(Ok(all), Err)
 }

@@ -2,7 +2,7 @@
 //! ops by reducing to rank 0 first), or ring reduce-scatter + gather.
 
 use super::reduce_scatter::PIECE;
-use super::{even_blocks, gather, hier, reduce_scatter, select, slots, stream, Ctx, Reducer};
+use super::{even_blocks, gather, hier, pull, reduce_scatter, select, slots, stream, Ctx, Reducer};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
@@ -12,13 +12,18 @@ use crate::transport::shm::slots::SLOT_DATA;
 pub fn reduce(
     c: &mut Ctx,
     send: Option<&[u8]>,
-    recv: Option<&mut [u8]>,
+    mut recv: Option<&mut [u8]>,
     root: usize,
     red: &Reducer,
 ) -> Result<()> {
     // Slots first: a communicator with slots is never split by host.
     if c.size() > 1 {
         let bytes = send.or(recv.as_deref()).map_or(0, <[u8]>::len);
+        if select::pull(c, "reduce", bytes, select::pull_reduce)
+            && pull::reduce(c, send, recv.as_deref_mut(), root, red)?
+        {
+            return Ok(());
+        }
         let (fits, cheap) = (bytes <= SLOT_DATA, bytes * c.size() <= slots::READ_LIMIT);
         if select::slots(c, "reduce", fits, cheap) {
             return slots::reduce(c, send, recv, root, red);

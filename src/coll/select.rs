@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat` | slots while all parts together fit 64 KiB, stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | slots up to 64 KiB, pull below 2 MiB where ranks do not outnumber cores, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
-//! | reduce | `binomial`, `rsag`, `slots`, `stream` | slots while all parts together fit 64 KiB, stream above; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
+//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB, pull above (up to 16 MiB where ranks do not outnumber cores), stream above that; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream` | slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 32 KiB sent per rank (128 KiB where ranks outnumber cores); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
@@ -17,7 +17,7 @@
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
 //! (`FERROCOLL_CMA`); the figures behind each choice are at `pull_allgather`,
-//! `pull_alltoall` and `pull_bcast`.
+//! `pull_alltoall`, `pull_bcast` and `pull_reduce`.
 //!
 //! `slots` (collective slots in shared memory, see `coll::slots`): each
 //! rank's part fits a slot (64 KiB) and, where every rank reads every part,
@@ -54,7 +54,10 @@ const ALGORITHMS: &[(&str, &[&str])] = &[
         "bcast",
         &["binomial", "chain", "slots", "stream", "flat", "pull"],
     ),
-    ("reduce", &["binomial", "rsag", "slots", "stream", "flat"]),
+    (
+        "reduce",
+        &["binomial", "rsag", "slots", "stream", "flat", "pull"],
+    ),
     ("allgather", &["direct", "ring", "slots", "stream", "pull"]),
     (
         "reduce_scatter",
@@ -141,6 +144,15 @@ pub fn pull_alltoall(bytes: usize, crowded: bool) -> bool {
 /// 292 / 498 / 495, 128 KiB 12.7 / 17.2 / 21.0.
 pub fn pull_bcast(bytes: usize, crowded: bool) -> bool {
     !crowded && bytes > SLOT_DATA && bytes < 2 << 20
+}
+
+/// Reduce, `bytes` per rank (every rank folds one block, `pull::reduce`),
+/// against streamed (Open MPI): 2 ranks 128 KiB 7.0 / 9.8 (7.9), 512 KiB
+/// 25 / 42 (30), 2 MiB 171 / 252 (313), 8 MiB 848 / 1035 (1260), 16 MiB
+/// 1580 / 2140, but 32 MiB 6150-7035 / 5770-5870; 4 ranks on 2 cores 128
+/// KiB 24 / 30 (34), 2 MiB 411 / 661 (987), 32 MiB 12773 / 15375 (24515).
+pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
+    bytes > SLOT_DATA && (crowded || bytes <= 16 << 20)
 }
 
 /// For gather and scatter (see above).
