@@ -63,6 +63,7 @@ fn allreduce_all_algorithms() {
         "reduce_bcast",
         "slots",
         "stream",
+        "pull",
         "auto",
     ] {
         for n in RANKS {
@@ -90,6 +91,22 @@ fn allreduce_all_algorithms() {
                     assert!(
                         buf == want2,
                         "non-commutative allreduce {algo} n={n} count={count}"
+                    );
+                    // In place, commutative; non-commutative from `send`.
+                    let mut buf3 = data(r, count);
+                    coll::allreduce::allreduce(&mut Ctx::new(eng, comm), None, &mut buf3, &SUM)
+                        .unwrap();
+                    assert!(
+                        buf3 == want,
+                        "in-place allreduce {algo} n={n} count={count}"
+                    );
+                    let send4 = affine(r, count.min(20_000));
+                    let mut out4 = vec![0u8; send4.len()];
+                    let c = &mut Ctx::new(eng, comm);
+                    coll::allreduce::allreduce(c, Some(&send4), &mut out4, &COMPOSE).unwrap();
+                    assert!(
+                        out4 == want2,
+                        "non-commutative allreduce {algo} n={n} count={count} from send"
                     );
                 });
             }
@@ -779,6 +796,29 @@ fn small_rooted_calls_past_the_slot_depth() {
                 let c = &mut Ctx::new(eng, comm);
                 coll::gather::scatter(c, send, 12, Some(&mut mine), root).unwrap();
                 assert!(mine == block(r, i), "scatter n={n} call {i}");
+            }
+        });
+    }
+}
+
+/// An in-place allreduce forced to pull gives the same result once a
+/// rank cannot read: nobody wrote a peer's buffer before every read had
+/// succeeded, so the fallback still finds every input.
+#[test]
+fn pulled_allreduce_in_place_falls_back() {
+    for n in [2, 3, 4] {
+        let count = 20_001;
+        world(n, &[("allreduce", "pull")], |r, eng, comm| {
+            let could = Ctx::new(eng, comm).pulls() && ferrocoll::transport::shm::cma::allowed();
+            for round in 0..2 {
+                if round == 1 && r == n - 1 {
+                    eng.stop_pulls();
+                }
+                let mut buf = data(r + round, count);
+                coll::allreduce::allreduce(&mut Ctx::new(eng, comm), None, &mut buf, &SUM).unwrap();
+                let want = fold_ref((0..n).map(|p| data(p + round, count)), &SUM);
+                assert!(buf == want, "n={n} round {round} rank {r}");
+                assert_eq!(Ctx::new(eng, comm).pulls(), could && round == 0, "n={n}");
             }
         });
     }

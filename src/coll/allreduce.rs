@@ -3,7 +3,7 @@
 //! allgather for large commutative reductions, or reduce + broadcast.
 
 use super::{
-    allgather, bcast, even_blocks, hier, reduce, reduce_scatter, select, slots, stream, Ctx,
+    allgather, bcast, even_blocks, hier, pull, reduce, reduce_scatter, select, slots, stream, Ctx,
     Reducer,
 };
 use crate::copy::copy;
@@ -17,6 +17,11 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
         if let Some(s) = send {
             copy(recv, s);
         }
+        return Ok(());
+    }
+    if select::pull(c, "allreduce", recv.len(), select::pull_allreduce)
+        && pull::allreduce(c, send, recv, red)?
+    {
         return Ok(());
     }
     let (fits, cheap) = (

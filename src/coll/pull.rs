@@ -307,11 +307,13 @@ pub fn scatterv(
 /// 57.7 / 57.4 / 61.2; 4 ranks on 2 cores 1 MiB 203 / 232.
 const REDUCE_PIECE: usize = 64 << 10;
 
+/// `REDUCE_PIECE` in whole elements.
+fn piece_of(red: &Reducer) -> usize {
+    (REDUCE_PIECE / red.extent.max(1)).max(1) * red.extent.max(1)
+}
+
 /// Reduce of every rank's `send` (or, on the root in place, `out`) into
-/// `out` on the root, every rank reducing one block: rank `r` reads block
-/// `r` of every other rank's input, folds it (in rank order, `p0 op (p1 op
-/// ...)`, where the op does not commute) and writes the result into the
-/// root's `out`. Each input byte is read once, and both cores fold.
+/// `out` on the root (`folded`).
 pub fn reduce(
     c: &mut Ctx,
     send: Option<&[u8]>,
@@ -319,102 +321,138 @@ pub fn reduce(
     root: usize,
     red: &Reducer,
 ) -> Result<bool> {
+    let out = out.filter(|_| c.rank() == root);
+    folded(c, send, out, Some(root), red)
+}
+
+/// Allreduce of every rank's `send` (or, in place, `out`) into every
+/// rank's `out` (`folded`).
+pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, out: &mut [u8], red: &Reducer) -> Result<bool> {
+    folded(c, send, Some(out), None, red)
+}
+
+/// Reduce (to `root`) or allreduce (`root == None`) with every rank
+/// reducing one block: rank `r` reads block `r` of every other rank's
+/// input, folds it (in rank order, `p0 op (p1 op ...)`, where the op does
+/// not commute) and writes the result into the `out` of every rank that
+/// gets one (`process_vm_writev`). Each input byte is read once, and every
+/// core folds. `out` is `Some` exactly on the ranks that get the result.
+fn folded(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    mut out: Option<&mut [u8]>,
+    root: Option<usize>,
+    red: &Reducer,
+) -> Result<bool> {
     let (n, me) = (c.size(), c.rank());
-    let mut out = out.filter(|_| me == root);
     let len = match (send, out.as_deref()) {
         (_, Some(o)) => o.len(),
         (Some(s), None) => s.len(),
         (None, None) => return Err(Error::InvalidArg("reduce without a send buffer".into())),
     };
-    // In place, the root's input is copied aside: the others' results
-    // overwrite `out` while it is still read, and a refused read must leave
-    // the input as it was for the fallback.
-    let copied = match (send, out.as_deref()) {
-        (None, Some(o)) => Some(c.copy_of(o)),
+    // In place at a reduce's root, the input is copied aside: the others'
+    // results overwrite `out` while it is still read, and a refused read
+    // must leave the input as it was for the fallback. In place in an
+    // allreduce, each rank reads only its own block of every input, and
+    // only it overwrites that block: every rank finishes its reads before
+    // anyone writes, so a refused read changes nothing.
+    let copied = match (send, out.as_deref(), root) {
+        (None, Some(o), Some(_)) => Some(c.copy_of(o)),
         _ => None,
     };
-    let input = send.or(copied.as_deref()).expect("one of the two");
-    let result = out.as_deref().map_or(0, |o| o.as_ptr() as u64);
+    // `None` only in place in an allreduce (`staged`).
+    let own = send.or(copied.as_deref());
+    let mine = out.as_deref().map_or(0, |o| o.as_ptr() as u64);
+    let (in_addr, in_len) = own.map_or((mine, len), |i| (i.as_ptr() as u64, i.len()));
     let call = slots::begin(c)?;
     publish(c, &call, 2 * OFFER, false, Place::Near, |d| {
-        put(d, 0, input.as_ptr() as u64);
-        put(d, 8, input.len() as u64);
-        put(d, OFFER, result);
+        put(d, 0, in_addr);
+        put(d, 8, in_len as u64);
+        put(d, OFFER, mine);
         put(d, OFFER + 8, len as u64);
         Ok(())
     })?;
-    let mut bad = None;
-    let mut addr = vec![0u64; n];
+    let mut bad = (in_len != len).then(|| mismatch(me, in_len, len));
+    let (mut addr, mut targets) = (vec![0u64; n], Vec::new());
     for p in (0..n).filter(|&p| p != me) {
         let (a, l) = offered(c, &call, p, None)?;
         if l != len {
             bad.get_or_insert(mismatch(p, l, len));
         }
         addr[p] = a;
-    }
-    if input.len() != len {
-        bad.get_or_insert(mismatch(me, input.len(), len));
-    }
-    let target = if me == root {
-        0
-    } else {
-        let t = part(c, &call, root, false, OFFER, OFFER);
-        if get(t, 8) as usize != len {
-            bad.get_or_insert(mismatch(root, get(t, 8) as usize, len));
+        if root.is_none_or(|r| r == p) {
+            let t = part(c, &call, p, false, OFFER, OFFER);
+            let (t, tl) = (get(t, 0), get(t, 8) as usize);
+            if tl != len {
+                bad.get_or_insert(mismatch(p, tl, len));
+            }
+            targets.push((p, t));
         }
-        get(t, 0)
-    };
+    }
     let (o, l) = super::even_blocks(len, red.extent, n)[me];
-    // Commutative: start from a peer's block, so no copy of this rank's.
-    let order: Vec<usize> = if red.commutative {
-        (1..=n).map(|i| (me + i) % n).collect()
-    } else {
-        (0..n).rev().collect()
-    };
-    let piece = (REDUCE_PIECE / red.extent.max(1)).max(1) * red.extent.max(1);
-    let mut acc_buf = if me == root {
-        Vec::new()
-    } else {
-        c.scratch(piece.min(l))
-    };
-    // Room for a peer's piece, where one is folded into another's.
+    // Room for a peer's piece where one is folded into another's.
+    let piece = piece_of(red);
     let two = n == 2 && (red.commutative || me != n - 1);
     let mut tmp = c.scratch(if two { 0 } else { piece.min(l) });
-    let mut ok = true;
-    let mut at = o;
-    while bad.is_none() && ok && at < o + l {
-        let end = (o + l).min(at + piece);
-        let acc: &mut [u8] = match out.as_deref_mut() {
-            Some(r) => &mut r[at..end],
-            None => &mut acc_buf[..end - at],
-        };
-        for (i, &p) in order.iter().enumerate() {
-            if p == me {
-                if i == 0 {
-                    copy(acc, &input[at..end]);
-                } else {
-                    red.fold_left(&input[at..end], acc);
-                }
-            } else if i == 0 {
-                ok = read(c, p, addr[p] + at as u64, acc);
-            } else {
-                let t = &mut tmp[..end - at];
-                ok = read(c, p, addr[p] + at as u64, t);
-                if ok {
-                    red.fold_left(t, acc);
-                }
+    let mut ok = bad.is_none();
+    let Some(input) = own else {
+        let out = out.expect("an allreduce has a result everywhere");
+        let mut stage = c.scratch(l);
+        ok = ok
+            && fold_block(
+                c,
+                red,
+                &addr,
+                out,
+                (o, l),
+                Some(&mut stage),
+                &mut [],
+                &mut tmp,
+                |_, _, _| true,
+            );
+        mark_done(c, &call, true);
+        let all = settle(c, ok)?;
+        if all {
+            ok = true;
+            if bad.is_none() {
+                copy(&mut out[o..o + l], &stage);
+                ok = targets
+                    .iter()
+                    .all(|&(p, t)| write(c, p, t + o as u64, &stage));
             }
-            if !ok {
-                break;
+            // Every read succeeded, so a write fails only for a rank whose
+            // buffer went away meanwhile: nothing is left to fall back to.
+            if !settle(c, ok)? {
+                bad.get_or_insert(Error::Os(
+                    "a rank could not write its block of an in-place allreduce".into(),
+                ));
             }
         }
-        if ok && me != root {
-            ok = write(c, root, target + at as u64, acc);
-        }
-        at = end;
+        c.give_back(stage);
+        c.give_back(tmp);
+        return bad.map_or(Ok(all), Err);
+    };
+    if ok {
+        let mut spare = c.scratch(if out.is_some() { 0 } else { piece.min(l) });
+        let dest = out.as_deref_mut().map(|d| &mut d[o..o + l]);
+        ok = fold_block(
+            c,
+            red,
+            &addr,
+            input,
+            (o, l),
+            dest,
+            &mut spare,
+            &mut tmp,
+            |c, at, acc| {
+                targets
+                    .iter()
+                    .all(|&(p, t)| write(c, p, t + at as u64, acc))
+            },
+        );
+        c.give_back(spare);
     }
     c.give_back(tmp);
-    c.give_back(acc_buf);
     mark_done(c, &call, true);
     let all = settle(c, ok)?;
     if let Some(v) = copied {
@@ -426,4 +464,70 @@ pub fn reduce(
         c.give_back(v);
     }
     bad.map_or(Ok(all), Err)
+}
+
+/// Folds this rank's block `(o, l)` a piece at a time: each piece of the
+/// result is made in `dest` (the block's place, `l` bytes) or else in
+/// `spare`, from every rank's input (this rank's is `input`, a peer's is
+/// read at `addr[p]`, into `tmp` where it is folded into another), then
+/// handed to `deliver` with its offset. False once a read or a delivery
+/// failed.
+#[allow(clippy::too_many_arguments)]
+fn fold_block(
+    c: &mut Ctx,
+    red: &Reducer,
+    addr: &[u64],
+    input: &[u8],
+    (o, l): (usize, usize),
+    mut dest: Option<&mut [u8]>,
+    spare: &mut [u8],
+    tmp: &mut [u8],
+    mut deliver: impl FnMut(&mut Ctx, usize, &[u8]) -> bool,
+) -> bool {
+    let (n, me) = (c.size(), c.rank());
+    // Commutative: start from a peer's piece, which is read in place of a
+    // copy of this rank's.
+    let order: Vec<usize> = if red.commutative {
+        (1..=n).map(|i| (me + i) % n).collect()
+    } else {
+        (0..n).rev().collect()
+    };
+    let piece = piece_of(red);
+    let mut at = o;
+    while at < o + l {
+        let end = (o + l).min(at + piece);
+        let acc: &mut [u8] = match dest.as_deref_mut() {
+            Some(d) => &mut d[at - o..end - o],
+            None => &mut spare[..end - at],
+        };
+        for (i, &p) in order.iter().enumerate() {
+            let ok = match (p == me, i == 0) {
+                (true, true) => {
+                    copy(acc, &input[at..end]);
+                    true
+                }
+                (true, false) => {
+                    red.fold_left(&input[at..end], acc);
+                    true
+                }
+                (false, true) => read(c, p, addr[p] + at as u64, acc),
+                (false, false) => {
+                    let t = &mut tmp[..end - at];
+                    let ok = read(c, p, addr[p] + at as u64, t);
+                    if ok {
+                        red.fold_left(t, acc);
+                    }
+                    ok
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        if !deliver(c, at, acc) {
+            return false;
+        }
+        at = end;
+    }
+    true
 }

@@ -4,7 +4,7 @@
 //!
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
-//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat` | slots while all parts together fit 64 KiB, stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
+//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 16 KiB (128 KiB to 8 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB, stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | slots up to 64 KiB, pull below 2 MiB where ranks do not outnumber cores, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB, pull above (up to 16 MiB where ranks do not outnumber cores), stream above that; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
@@ -17,7 +17,7 @@
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
 //! (`FERROCOLL_CMA`); the figures behind each choice are at `pull_allgather`,
-//! `pull_alltoall`, `pull_bcast` and `pull_reduce`.
+//! `pull_alltoall`, `pull_bcast`, `pull_reduce` and `pull_allreduce`.
 //!
 //! `slots` (collective slots in shared memory, see `coll::slots`): each
 //! rank's part fits a slot (64 KiB) and, where every rank reads every part,
@@ -48,6 +48,7 @@ const ALGORITHMS: &[(&str, &[&str])] = &[
             "stream",
             "slices",
             "flat",
+            "pull",
         ],
     ),
     (
@@ -153,6 +154,22 @@ pub fn pull_bcast(bytes: usize, crowded: bool) -> bool {
 /// KiB 24 / 30 (34), 2 MiB 411 / 661 (987), 32 MiB 12773 / 15375 (24515).
 pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
     bytes > SLOT_DATA && (crowded || bytes <= 16 << 20)
+}
+
+/// Allreduce, `bytes` per rank (every rank folds one block and writes it
+/// to all, `pull::allreduce`), against the slots or streamed (Open MPI):
+/// 2 ranks 8 KiB 1.97 / 2.17 (5.2), 16 KiB 2.2 / 3.8, 64 KiB 4.6 / 7.5,
+/// 512 KiB 28 / 59 (76), 2 MiB 214 / 352 (403), 8 MiB 884 / 1480 (1618),
+/// 32 MiB 7559 / 9730 (15698), 64 MiB 16962 / 19767; 4 ranks on 2 cores
+/// 64 KiB 21.2 / 19.5, 128 KiB 32.0 / 32.1 (73), 512 KiB 124 / 185 (262),
+/// 2 MiB 604 / 724 (1167), 8 MiB 2974 / 3090 (4626), but 32 MiB 25035 /
+/// 20070 (42470).
+pub fn pull_allreduce(bytes: usize, crowded: bool) -> bool {
+    if crowded {
+        (128 << 10..=8 << 20).contains(&bytes)
+    } else {
+        bytes >= 16 << 10
+    }
 }
 
 /// For gather and scatter (see above).
