@@ -354,13 +354,14 @@ fn folded(
     // results overwrite `out` while it is still read, and a refused read
     // must leave the input as it was for the fallback. In place in an
     // allreduce, each rank reads only its own block of every input, and
-    // only it overwrites that block: every rank finishes its reads before
-    // anyone writes, so a refused read changes nothing.
+    // only it overwrites that block, each piece after reading it; every
+    // rank reads a first piece from every peer before anyone writes, so a
+    // refused read (refusals come at the first) changes nothing.
     let copied = match (send, out.as_deref(), root) {
         (None, Some(o), Some(_)) => Some(c.copy_of(o)),
         _ => None,
     };
-    // `None` only in place in an allreduce (`staged`).
+    // `None` only in place in an allreduce.
     let own = send.or(copied.as_deref());
     let mine = out.as_deref().map_or(0, |o| o.as_ptr() as u64);
     let (in_addr, in_len) = own.map_or((mine, len), |i| (i.as_ptr() as u64, i.len()));
@@ -390,24 +391,29 @@ fn folded(
         }
     }
     let (o, l) = super::even_blocks(len, red.extent, n)[me];
-    // Room for a peer's piece where one is folded into another's.
     let piece = piece_of(red);
-    let two = n == 2 && (red.commutative || me != n - 1);
+    // Room for a peer's piece where one is folded into another's.
+    let two = own.is_some() && n == 2 && (red.commutative || me != n - 1);
     let mut tmp = c.scratch(if two { 0 } else { piece.min(l) });
     let mut ok = bad.is_none();
     let Some(input) = own else {
+        // In place: the first piece is folded aside, so every rank has
+        // read from every peer before anyone writes; the rest in place.
         let out = out.expect("an allreduce has a result everywhere");
-        let mut stage = c.scratch(l);
+        let first = piece.min(l);
+        let mut spare = c.scratch(first);
+        let mut mine = c.scratch(if red.commutative { 0 } else { first });
         ok = ok
             && fold_block(
                 c,
                 red,
                 &addr,
-                out,
-                (o, l),
-                Some(&mut stage),
-                &mut [],
+                Own::At(out),
+                (o, first),
+                None,
+                &mut spare,
                 &mut tmp,
+                &mut [],
                 |_, _, _| true,
             );
         mark_done(c, &call, true);
@@ -415,20 +421,38 @@ fn folded(
         if all {
             ok = true;
             if bad.is_none() {
-                copy(&mut out[o..o + l], &stage);
+                copy(&mut out[o..o + first], &spare);
                 ok = targets
                     .iter()
-                    .all(|&(p, t)| write(c, p, t + o as u64, &stage));
+                    .all(|&(p, t)| write(c, p, t + o as u64, &spare))
+                    && fold_block(
+                        c,
+                        red,
+                        &addr,
+                        Own::InDest,
+                        (o + first, l - first),
+                        Some(&mut out[o + first..o + l]),
+                        &mut [],
+                        &mut tmp,
+                        &mut mine,
+                        |c, at, acc| {
+                            targets
+                                .iter()
+                                .all(|&(p, t)| write(c, p, t + at as u64, acc))
+                        },
+                    );
             }
-            // Every read succeeded, so a write fails only for a rank whose
-            // buffer went away meanwhile: nothing is left to fall back to.
+            // The first reads succeeded everywhere, so a later read or
+            // write fails only where a buffer went away meanwhile:
+            // nothing is left to fall back to.
             if !settle(c, ok)? {
                 bad.get_or_insert(Error::Os(
-                    "a rank could not write its block of an in-place allreduce".into(),
+                    "a rank lost access to a peer's buffer during an in-place allreduce".into(),
                 ));
             }
         }
-        c.give_back(stage);
+        c.give_back(spare);
+        c.give_back(mine);
         c.give_back(tmp);
         return bad.map_or(Ok(all), Err);
     };
@@ -439,11 +463,12 @@ fn folded(
             c,
             red,
             &addr,
-            input,
+            Own::At(input),
             (o, l),
             dest,
             &mut spare,
             &mut tmp,
+            &mut [],
             |c, at, acc| {
                 targets
                     .iter()
@@ -466,9 +491,18 @@ fn folded(
     bad.map_or(Ok(all), Err)
 }
 
+/// Where a rank's own contribution to `fold_block` lies.
+enum Own<'a> {
+    /// In a buffer of its own (the whole vector).
+    At(&'a [u8]),
+    /// In `dest` (in place): with a commutative op each piece starts the
+    /// fold there; otherwise it is first copied aside into `mine`.
+    InDest,
+}
+
 /// Folds this rank's block `(o, l)` a piece at a time: each piece of the
 /// result is made in `dest` (the block's place, `l` bytes) or else in
-/// `spare`, from every rank's input (this rank's is `input`, a peer's is
+/// `spare`, from every rank's input (this rank's as `own` says, a peer's
 /// read at `addr[p]`, into `tmp` where it is folded into another), then
 /// handed to `deliver` with its offset. False once a read or a delivery
 /// failed.
@@ -477,20 +511,22 @@ fn fold_block(
     c: &mut Ctx,
     red: &Reducer,
     addr: &[u64],
-    input: &[u8],
+    own: Own,
     (o, l): (usize, usize),
     mut dest: Option<&mut [u8]>,
     spare: &mut [u8],
     tmp: &mut [u8],
+    mine: &mut [u8],
     mut deliver: impl FnMut(&mut Ctx, usize, &[u8]) -> bool,
 ) -> bool {
     let (n, me) = (c.size(), c.rank());
+    let in_dest = matches!(own, Own::InDest);
     // Commutative: start from a peer's piece, which is read in place of a
-    // copy of this rank's.
-    let order: Vec<usize> = if red.commutative {
-        (1..=n).map(|i| (me + i) % n).collect()
-    } else {
-        (0..n).rev().collect()
+    // copy of this rank's, or in place from this rank's, already there.
+    let order: Vec<usize> = match (red.commutative, in_dest) {
+        (true, false) => (1..=n).map(|i| (me + i) % n).collect(),
+        (true, true) => (0..n).map(|i| (me + i) % n).collect(),
+        (false, _) => (0..n).rev().collect(),
     };
     let piece = piece_of(red);
     let mut at = o;
@@ -500,14 +536,23 @@ fn fold_block(
             Some(d) => &mut d[at - o..end - o],
             None => &mut spare[..end - at],
         };
+        let mine: &[u8] = match own {
+            Own::At(input) => &input[at..end],
+            Own::InDest if red.commutative => &[],
+            Own::InDest => {
+                copy(&mut mine[..end - at], acc);
+                &mine[..end - at]
+            }
+        };
         for (i, &p) in order.iter().enumerate() {
             let ok = match (p == me, i == 0) {
+                (true, true) if in_dest && red.commutative => true,
                 (true, true) => {
-                    copy(acc, &input[at..end]);
+                    copy(acc, mine);
                     true
                 }
                 (true, false) => {
-                    red.fold_left(&input[at..end], acc);
+                    red.fold_left(mine, acc);
                     true
                 }
                 (false, true) => read(c, p, addr[p] + at as u64, acc),
