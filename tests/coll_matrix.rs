@@ -380,7 +380,7 @@ fn allgather_gather_scatter() {
 
 #[test]
 fn large_reduce_scatter() {
-    for algo in ["ring", "reduce_scatterv", "stream", "auto"] {
+    for algo in ["ring", "reduce_scatterv", "stream", "pull", "auto"] {
         for n in RANKS {
             // Uneven blocks of several slot chunks, one of them empty.
             let cnts: Vec<usize> = (0..n)
@@ -433,7 +433,7 @@ fn alltoall_reduce_scatter_scan_barrier() {
         ("pairwise", "reduce_scatterv", "slots"),
         ("slots", "slots", "slots"),
         ("stream", "ring", "slots"),
-        ("pull", "ring", "slots"),
+        ("pull", "pull", "slots"),
         ("auto", "auto", "auto"),
     ] {
         for n in RANKS {
@@ -801,26 +801,41 @@ fn small_rooted_calls_past_the_slot_depth() {
     }
 }
 
-/// An in-place allreduce forced to pull gives the same result once a
-/// rank cannot read: nobody wrote a peer's buffer before every read had
-/// succeeded, so the fallback still finds every input.
+/// An in-place allreduce or reduce-scatter forced to pull gives the same
+/// result once a rank cannot read: nobody wrote a buffer a peer still
+/// reads before every rank's first reads had succeeded, so the fallback
+/// still finds every input.
 #[test]
-fn pulled_allreduce_in_place_falls_back() {
+fn pulled_reductions_in_place_fall_back() {
     for n in [2, 3, 4] {
         let count = 20_001;
-        world(n, &[("allreduce", "pull")], |r, eng, comm| {
-            let could = Ctx::new(eng, comm).pulls() && ferrocoll::transport::shm::cma::allowed();
-            for round in 0..2 {
-                if round == 1 && r == n - 1 {
-                    eng.stop_pulls();
+        for coll in ["allreduce", "reduce_scatter"] {
+            world(n, &[(coll, "pull")], |r, eng, comm| {
+                let could =
+                    Ctx::new(eng, comm).pulls() && ferrocoll::transport::shm::cma::allowed();
+                for round in 0..2 {
+                    if round == 1 && r == n - 1 {
+                        eng.stop_pulls();
+                    }
+                    let mut buf = data(r + round, count);
+                    let want = fold_ref((0..n).map(|p| data(p + round, count)), &SUM);
+                    let c = &mut Ctx::new(eng, comm);
+                    let what = format!("{coll} n={n} round {round} rank {r}");
+                    if coll == "allreduce" {
+                        coll::allreduce::allreduce(c, None, &mut buf, &SUM).unwrap();
+                        assert!(buf == want, "{what}");
+                    } else {
+                        // Uneven blocks, in rank order.
+                        let cnts: Vec<usize> = (0..n).map(|p| (count / n - p) * 4).collect();
+                        coll::reduce_scatter::reduce_scatter(c, None, &mut buf, &cnts, &SUM)
+                            .unwrap();
+                        let off: usize = cnts[..r].iter().sum();
+                        assert!(buf[..cnts[r]] == want[off..off + cnts[r]], "{what}");
+                    }
+                    assert_eq!(Ctx::new(eng, comm).pulls(), could && round == 0, "{what}");
                 }
-                let mut buf = data(r + round, count);
-                coll::allreduce::allreduce(&mut Ctx::new(eng, comm), None, &mut buf, &SUM).unwrap();
-                let want = fold_ref((0..n).map(|p| data(p + round, count)), &SUM);
-                assert!(buf == want, "n={n} round {round} rank {r}");
-                assert_eq!(Ctx::new(eng, comm).pulls(), could && round == 0, "n={n}");
-            }
-        });
+            });
+        }
     }
 }
 

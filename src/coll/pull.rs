@@ -576,3 +576,69 @@ fn fold_block(
     }
     true
 }
+
+/// Reduce-scatter of `send` (or, in place, `recv`; the vector is `blocks`
+/// laid out in rank order) leaving block `rank` at the start of `recv`:
+/// each rank reads its block of every peer's input and folds it there (in
+/// rank order where the op does not commute). In place, the input is
+/// folded from a copy: the result's place holds block 0 of the input,
+/// which rank 0 reads, and a refused read must leave the input whole.
+pub fn reduce_scatter(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    blocks: &[(usize, usize)],
+    red: &Reducer,
+) -> Result<bool> {
+    let (n, me) = (c.size(), c.rank());
+    let total = blocks.iter().map(|b| b.1).sum::<usize>();
+    let (o, l) = blocks[me];
+    let copied = send
+        .is_none()
+        .then(|| c.copy_of(&recv[..total.min(recv.len())]));
+    let input = send.or(copied.as_deref()).expect("one of the two");
+    let call = offer(c, input, &[])?;
+    let mut bad = if input.len() < total {
+        Some(mismatch(me, input.len(), total))
+    } else if recv.len() < l {
+        Some(Error::InvalidArg(format!(
+            "reduce-scatter: a {l}-byte block does not fit a {}-byte receive buffer",
+            recv.len()
+        )))
+    } else {
+        None
+    };
+    let mut addr = vec![0u64; n];
+    for p in (0..n).filter(|&p| p != me) {
+        let (a, pl) = offered(c, &call, p, None)?;
+        if pl < total {
+            bad.get_or_insert(mismatch(p, pl, total));
+        }
+        addr[p] = a;
+    }
+    let two = n == 2 && (red.commutative || me != n - 1);
+    let mut tmp = c.scratch(if two { 0 } else { piece_of(red).min(l) });
+    let ok = bad.is_some()
+        || fold_block(
+            c,
+            red,
+            &addr,
+            Own::At(input),
+            (o, l),
+            Some(&mut recv[..l]),
+            &mut [],
+            &mut tmp,
+            &mut [],
+            |_, _, _| true,
+        );
+    c.give_back(tmp);
+    mark_done(c, &call, true);
+    let all = settle(c, ok)?;
+    if let Some(v) = copied {
+        if !all && bad.is_none() {
+            copy(&mut recv[..l], &v[..l]);
+        }
+        c.give_back(v);
+    }
+    bad.map_or(Ok(all), Err)
+}

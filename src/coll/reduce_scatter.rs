@@ -1,7 +1,7 @@
 //! Reduce-scatter: a ring for commutative ops, else an ordered reduce to
 //! rank 0 followed by a scatter.
 
-use super::{gather, reduce, select, slots, split_blocks, stream, Ctx, Reducer};
+use super::{gather, pull, reduce, select, slots, split_blocks, stream, Ctx, Reducer};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
@@ -131,6 +131,12 @@ pub fn reduce_scatter(
         })
         .collect();
     let total = off;
+    if c.size() > 1
+        && select::pull(c, "reduce_scatter", total, select::pull_reduce_scatter)
+        && pull::reduce_scatter(c, send, recv, &blocks, red)?
+    {
+        return Ok(());
+    }
     if c.size() > 1 && select::slots(c, "reduce_scatter", total <= SLOT_DATA, true) {
         return slots::reduce_scatter(c, send, recv, &blocks, total, red);
     }

@@ -8,7 +8,7 @@
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | slots up to 64 KiB, pull below 2 MiB where ranks do not outnumber cores, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB, pull above (up to 16 MiB where ranks do not outnumber cores), stream above that; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
-//! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream` | slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
+//! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 32 KiB sent per rank (128 KiB where ranks outnumber cores); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
@@ -17,7 +17,8 @@
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
 //! (`FERROCOLL_CMA`); the figures behind each choice are at `pull_allgather`,
-//! `pull_alltoall`, `pull_bcast`, `pull_reduce` and `pull_allreduce`.
+//! `pull_alltoall`, `pull_bcast`, `pull_reduce`, `pull_allreduce` and
+//! `pull_reduce_scatter`.
 //!
 //! `slots` (collective slots in shared memory, see `coll::slots`): each
 //! rank's part fits a slot (64 KiB) and, where every rank reads every part,
@@ -62,7 +63,7 @@ const ALGORITHMS: &[(&str, &[&str])] = &[
     ("allgather", &["direct", "ring", "slots", "stream", "pull"]),
     (
         "reduce_scatter",
-        &["ring", "reduce_scatterv", "slots", "stream"],
+        &["ring", "reduce_scatterv", "slots", "stream", "pull"],
     ),
     (
         "alltoall",
@@ -170,6 +171,17 @@ pub fn pull_allreduce(bytes: usize, crowded: bool) -> bool {
     } else {
         bytes >= 16 << 10
     }
+}
+
+/// Reduce-scatter, `bytes` in total (each rank folds its own block,
+/// `pull::reduce_scatter`), against the slots or streamed (Open MPI,
+/// MPICH), us, by bytes in total: 2 ranks 16 KiB 1.30 / 1.17, 32 KiB
+/// 1.46 / 1.76, 64 KiB 1.84 / 3.33, 256 KiB 4.6 / 9.4 (44, 22), 1 MiB
+/// 16.8 / 35.8 (190, 33), 16 MiB 595 / 917 (3976, 1009), 64 MiB 3538 /
+/// 4475 (22927, 7763); 4 ranks on 2 cores 128 KiB 11.6 / 7.9, 512 KiB 20.3
+/// / 27.1, 2 MiB 63 / 108, 32 MiB 1627 / 2016.
+pub fn pull_reduce_scatter(bytes: usize, crowded: bool) -> bool {
+    bytes >= if crowded { 512 << 10 } else { 32 << 10 }
 }
 
 /// For gather and scatter (see above).
