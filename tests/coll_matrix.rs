@@ -804,12 +804,13 @@ fn small_rooted_calls_past_the_slot_depth() {
 /// An in-place allreduce or reduce-scatter forced to pull gives the same
 /// result once a rank cannot read: nobody wrote a buffer a peer still
 /// reads before every rank's first reads had succeeded, so the fallback
-/// still finds every input.
+/// still finds every input. So does a broadcast whose root cannot write
+/// its share (2 ranks) or whose reader cannot read.
 #[test]
-fn pulled_reductions_in_place_fall_back() {
+fn pulled_calls_in_place_fall_back() {
     for n in [2, 3, 4] {
         let count = 20_001;
-        for coll in ["allreduce", "reduce_scatter"] {
+        for coll in ["allreduce", "reduce_scatter", "bcast"] {
             world(n, &[(coll, "pull")], |r, eng, comm| {
                 let could =
                     Ctx::new(eng, comm).pulls() && ferrocoll::transport::shm::cma::allowed();
@@ -821,7 +822,18 @@ fn pulled_reductions_in_place_fall_back() {
                     let want = fold_ref((0..n).map(|p| data(p + round, count)), &SUM);
                     let c = &mut Ctx::new(eng, comm);
                     let what = format!("{coll} n={n} round {round} rank {r}");
-                    if coll == "allreduce" {
+                    if coll == "bcast" {
+                        // The rank that cannot pull is the root at 2 ranks
+                        // (its share fails), a reader above.
+                        let root = if n == 2 { 1 } else { 0 };
+                        let mut b = if r == root {
+                            data(77 + round, count)
+                        } else {
+                            vec![0u8; count * 4]
+                        };
+                        coll::bcast::bcast(c, &mut b, root).unwrap();
+                        assert!(b == data(77 + round, count), "{what}");
+                    } else if coll == "allreduce" {
                         coll::allreduce::allreduce(c, None, &mut buf, &SUM).unwrap();
                         assert!(buf == want, "{what}");
                     } else {

@@ -218,18 +218,42 @@ pub fn alltoall(
     close(c, call, true, ok, bad)
 }
 
-/// Broadcast of the root's `buf`.
-pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<bool> {
+/// Broadcast of the root's `buf`. With `share`, every other rank offers
+/// its buffer too, and the root writes the back `1/n` of the vector into
+/// each while they read the rest, so every core copies (as a shared
+/// point-to-point message does, `Engine`'s `SHARE_FROM`).
+pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize, share: bool) -> Result<bool> {
+    let (n, len) = (c.size(), buf.len());
+    // Bytes every other rank reads; the root writes the rest, from a page
+    // boundary of the vector.
+    let front = if share {
+        (len - len / n).next_multiple_of(4096).min(len)
+    } else {
+        len
+    };
     if c.rank() == root {
         let call = offer(c, buf, &[])?;
-        return close(c, call, false, true, None);
+        let (mut ok, mut bad) = (true, None);
+        for p in (0..n).filter(|&p| share && p != root) {
+            let (addr, l) = offered(c, &call, p, None)?;
+            if l != len {
+                bad.get_or_insert(mismatch(p, l, len));
+            } else if ok {
+                ok = write(c, p, addr + front as u64, &buf[front..]);
+            }
+        }
+        return close(c, call, share, ok, bad);
     }
-    let call = slots::begin(c)?;
-    let (addr, len) = offered(c, &call, root, None)?;
-    let (ok, bad) = if len == buf.len() {
-        (read(c, root, addr, buf), None)
+    let call = if share {
+        offer(c, buf, &[])?
     } else {
-        (true, Some(mismatch(root, len, buf.len())))
+        slots::begin(c)?
+    };
+    let (addr, l) = offered(c, &call, root, None)?;
+    let (ok, bad) = if l == len {
+        (read(c, root, addr, &mut buf[..front]), None)
+    } else {
+        (true, Some(mismatch(root, l, len)))
     };
     close(c, call, false, ok, bad)
 }

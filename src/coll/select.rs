@@ -5,7 +5,7 @@
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 16 KiB (128 KiB to 8 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB, stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
-//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | slots up to 64 KiB, pull below 2 MiB where ranks do not outnumber cores, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
+//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 32 KiB where ranks do not outnumber cores, else slots up to 64 KiB, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB, pull above (up to 16 MiB where ranks do not outnumber cores), stream above that; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
@@ -139,13 +139,29 @@ pub fn pull_alltoall(bytes: usize, crowded: bool) -> bool {
     bytes >= if crowded { 128 << 10 } else { 32 << 10 }
 }
 
-/// Broadcast: 2 ranks 32 KiB 1.58 / 1.69 / 2.14, 128 KiB 6.82 / 4.58 /
-/// 5.06, 512 KiB 27.9 / 15.9 / 16.6, but 2 MiB 140 / 210 / 173 and 32 MiB
-/// 2481 / 3234 / 3294, where the root's copies into the slots and the
-/// readers' copies out run on both cores at once; 4 ranks on 2 cores 2 MiB
-/// 292 / 498 / 495, 128 KiB 12.7 / 17.2 / 21.0.
+/// Broadcast, read whole: 2 ranks 32 KiB 1.58 / 1.69 / 2.14, 128 KiB 6.82
+/// / 4.58 / 5.06, 512 KiB 27.9 / 15.9 / 16.6, but 2 MiB 140 / 210 / 173
+/// and 32 MiB 2481 / 3234 / 3294, where the root's copies into the slots
+/// and the readers' copies out run on both cores at once; 4 ranks on 2
+/// cores 2 MiB 292 / 498 / 495, 128 KiB 12.7 / 17.2 / 21.0. Shared (the
+/// root writes the back of the vector meanwhile, `share_bcast`), 2 ranks,
+/// alternated, us, slots or streamed / read whole / shared: 16 KiB 0.83 /
+/// 1.13 / 1.35, 32 KiB 1.76 / 1.83 / 1.58, 64 KiB 3.8 / 2.9 / 2.3, 512 KiB
+/// 16.8 / 16.8 / 9.5, 2 MiB 142 / 219 / 52, 8 MiB 614 / 816 / 362, 32 MiB
+/// 2709 / 4969 / 1625.
 pub fn pull_bcast(bytes: usize, crowded: bool) -> bool {
-    !crowded && bytes > SLOT_DATA && bytes < 2 << 20
+    !crowded && bytes >= SHARE_BCAST
+}
+
+/// From this many bytes a pulled broadcast is shared where ranks do not
+/// outnumber cores (figures at `pull_bcast`).
+const SHARE_BCAST: usize = 32 << 10;
+
+/// Whether a pulled broadcast of `bytes` is shared (`pull::bcast`): not
+/// where ranks outnumber cores, where the root's writes would wait for
+/// the readers' cores.
+pub fn share_bcast(c: &Ctx, bytes: usize) -> bool {
+    !c.eng.crowded() && bytes >= SHARE_BCAST
 }
 
 /// Reduce, `bytes` per rank (every rank folds one block, `pull::reduce`),
