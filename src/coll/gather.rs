@@ -17,6 +17,7 @@ pub fn gatherv(
     // Only forced (`pull_never`): members other than the root know their
     // own block alone, so no size is known alike to choose by.
     if select::pull(c, "gather", 0, select::pull_never)
+        && pull::fits(c.size())
         && pull::gatherv(c, send, recv.as_deref_mut(), blocks, root)?
     {
         return Ok(());
@@ -50,6 +51,27 @@ pub fn gatherv(
     c.xfer(0, &[], &mut recvs)
 }
 
+/// `gatherv` of `MPI_Gather`: every block is `len` bytes, which every
+/// rank knows, so every rank may choose alike to pull by it
+/// (`select::pull_gather`). `blocks` is the root's layout (empty
+/// elsewhere).
+pub fn gatherv_uniform(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    blocks: &[(usize, usize)],
+    len: usize,
+    root: usize,
+) -> Result<()> {
+    if select::pull(c, "gather", len, select::pull_gather)
+        && pull::fits(c.size())
+        && pull::gatherv(c, send, recv.as_deref_mut(), blocks, root)?
+    {
+        return Ok(());
+    }
+    gatherv(c, send, recv, blocks, root)
+}
+
 /// `gatherv` with `len` bytes per rank, back to back in the root's `recv`
 /// (`MPI_Gather`): the slots take it without a block list.
 pub fn gather(
@@ -59,7 +81,8 @@ pub fn gather(
     len: usize,
     root: usize,
 ) -> Result<()> {
-    if select::pull(c, "gather", len, select::pull_never)
+    if select::pull(c, "gather", len, select::pull_gather)
+        && pull::fits(c.size())
         && pull::gatherv(
             c,
             send,

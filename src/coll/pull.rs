@@ -102,15 +102,24 @@ fn write(c: &mut Ctx, p: usize, addr: u64, src: &[u8]) -> bool {
 /// succeeded and waits for all the others. True if all did; otherwise
 /// pulls are off for the communicator from now on, on every rank alike.
 fn settle(c: &mut Ctx, ok: bool) -> Result<bool> {
+    Ok(settle_all(c, ok, false)?.0)
+}
+
+/// `settle`, where a rank may also report bad arguments (`bad`): returns
+/// whether every rank's reads succeeded, and whether any rank's arguments
+/// were bad (so that every rank fails, not only the one that saw it).
+fn settle_all(c: &mut Ctx, ok: bool, bad: bool) -> Result<(bool, bool)> {
     let call = slots::begin(c)?;
     publish(c, &call, 1, false, Place::Near, |d| {
-        d[0] = u8::from(ok);
+        d[0] = u8::from(ok) | u8::from(bad) << 1;
         Ok(())
     })?;
-    let (n, me, mut all) = (c.size(), c.rank(), ok);
+    let (n, me, mut all, mut any_bad) = (c.size(), c.rank(), ok, bad);
     for p in (0..n).filter(|&p| p != me) {
         wait_flag(c, &call, p)?;
-        all &= part(c, &call, p, false, 0, 1)[0] == 1;
+        let v = part(c, &call, p, false, 0, 1)[0];
+        all &= v & 1 == 1;
+        any_bad |= v & 2 != 0;
     }
     mark_done(c, &call, true);
     if !all {
@@ -123,7 +132,22 @@ fn settle(c: &mut Ctx, ok: bool) -> Result<bool> {
             )
         });
     }
-    Ok(all)
+    Ok((all, any_bad))
+}
+
+/// Settles a call in which this rank's arguments may be `bad`: every rank
+/// fails if any rank's were (with its own error, or one naming the call's
+/// mismatch), else returns whether every transfer succeeded.
+fn settled(c: &mut Ctx, ok: bool, bad: Option<Error>) -> Result<bool> {
+    let (all, any_bad) = settle_all(c, ok, bad.is_some())?;
+    match bad {
+        Some(e) => Err(e),
+        None if any_bad => Err(Error::InvalidArg(format!(
+            "{}: another rank's block length differs (mismatched counts)",
+            c.op
+        ))),
+        None => Ok(all),
+    }
 }
 
 /// Reads every other member's offer in `call` into its block of `recv`,
@@ -259,7 +283,11 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize, share: bool) -> Result<bo
 }
 
 /// Gather(v) of every rank's `send` into block `blocks[r]` of the root's
-/// `recv`; on the root `send == None` means in place.
+/// `recv`; on the root `send == None` means in place. The root offers its
+/// buffer with the block table, and every other rank writes its block
+/// there (`process_vm_writev`) while the root copies its own: the copies
+/// run on every core. A block length that differs from the root's table
+/// fails the call on every rank.
 pub fn gatherv(
     c: &mut Ctx,
     send: Option<&[u8]>,
@@ -267,15 +295,29 @@ pub fn gatherv(
     blocks: &[(usize, usize)],
     root: usize,
 ) -> Result<bool> {
-    if c.rank() != root {
+    let me = c.rank();
+    if me != root {
         let s = send.ok_or_else(|| Error::InvalidArg("gather without a send buffer".into()))?;
-        let call = offer(c, s, &[])?;
-        return close(c, call, false, true, None);
+        let call = slots::begin(c)?;
+        let (addr, l) = offered(c, &call, root, Some(me))?;
+        let (ok, bad) = if l == s.len() {
+            (write(c, root, addr, s), None)
+        } else {
+            (true, Some(mismatch(me, s.len(), l)))
+        };
+        mark_done(c, &call, false);
+        return settled(c, ok, bad);
     }
     let recv =
         recv.ok_or_else(|| Error::InvalidArg("gather root without a receive buffer".into()))?;
-    split_blocks(recv, blocks)?;
-    let call = slots::begin(c)?;
+    // Blocks that overlap or outlie `recv` are offered as empty: every
+    // writer then sees its length differ, and nothing is written.
+    if let Err(e) = split_blocks(recv, blocks) {
+        let call = offer(c, recv, &vec![(0, 0); blocks.len()])?;
+        mark_done(c, &call, false);
+        return settled(c, true, Some(e));
+    }
+    let call = offer(c, recv, blocks)?;
     let (o, l) = blocks[root];
     let mut bad = None;
     if let Some(s) = send {
@@ -285,8 +327,8 @@ pub fn gatherv(
             bad = Some(mismatch(root, s.len(), l));
         }
     }
-    let ok = read_blocks(c, &call, recv, blocks, root, &mut bad)?;
-    close(c, call, true, ok, bad)
+    mark_done(c, &call, false);
+    settled(c, true, bad)
 }
 
 /// Scatter(v) of block `blocks[r]` of the root's `send` to rank `r`'s

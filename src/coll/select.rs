@@ -12,13 +12,13 @@
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 32 KiB sent per rank (128 KiB where ranks outnumber cores); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `pull` | slots (a part too large for a slot goes as a message); `pull` only when forced |
+//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer) from 32 KiB per rank (1 MiB where ranks outnumber cores); else slots (a part too large for a slot goes as a message); scatter and the v-variants pull only when forced |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
 //! (`FERROCOLL_CMA`); the figures behind each choice are at `pull_allgather`,
-//! `pull_alltoall`, `pull_bcast`, `pull_reduce`, `pull_allreduce` and
-//! `pull_reduce_scatter`.
+//! `pull_alltoall`, `pull_bcast`, `pull_reduce`, `pull_allreduce`,
+//! `pull_reduce_scatter` and `pull_gather`.
 //!
 //! `slots` (collective slots in shared memory, see `coll::slots`): each
 //! rank's part fits a slot (64 KiB) and, where every rank reads every part,
@@ -116,11 +116,10 @@ pub fn pull(c: &Ctx, coll: &str, bytes: usize, auto: fn(usize, bool) -> bool) ->
 
 // When collectives pull, from alternated runs of `bench/mpibench.c` on
 // this 2-core host, us, medians of 2 (slots or streamed / pulled / Open
-// MPI, which reads its peers' memory as well). Gather and scatter never
-// pull by themselves: their parts too large for a slot go as messages,
-// which the receiver reads in the sender's memory anyway (2 ranks, gather
-// 128 KiB 4.05 / 3.89 / 4.10, scatter 2 MiB 74 / 75 / 75), and only
-// the root knows the size of a v-variant.
+// MPI, which reads its peers' memory as well). Scatter never pulls by
+// itself: its parts too large for a slot go as messages, which the
+// receiver reads in the sender's memory anyway (2 ranks, scatter 2 MiB 74
+// / 75 / 75). Nor do the v-variants, whose sizes only the root knows.
 
 /// Allgather, `bytes` gathered: 2 ranks 8 KiB 1.13 / 1.16 / 1.83, 32 KiB
 /// 3.12 / 1.85 / 2.44, 512 KiB 30.3 / 14.6 / 15.1, 8 MiB 780 / 679 / 684,
@@ -200,7 +199,19 @@ pub fn pull_reduce_scatter(bytes: usize, crowded: bool) -> bool {
     bytes >= if crowded { 512 << 10 } else { 32 << 10 }
 }
 
-/// For gather and scatter (see above).
+/// Gather (`MPI_Gather`), `bytes` per rank, where every rank writes its
+/// block into the root's buffer (`pull::gatherv`), against the slots and
+/// messages, which the root reads (Open MPI), alternated, us: 2 ranks 8
+/// KiB 0.82 / 0.37, 32 KiB 1.09 / 1.28 (1.73), 512 KiB 8.6 / 14.2 (14.3),
+/// 2 MiB 48 / 106 (158), 32 MiB 1623 / 2080 (2640); 4 ranks on 2 cores 32
+/// KiB 5.2 / 3.1, 128 KiB 7.2-7.3 / 9.9-10.2 (8.1), 512 KiB 21.5-22.2 /
+/// 19.5-19.8 (18.9), 1 MiB 40 / 53, 8 MiB 371 / 711 (725), 32 MiB 1644 /
+/// 3785 (2828).
+pub fn pull_gather(bytes: usize, crowded: bool) -> bool {
+    bytes >= if crowded { 1 << 20 } else { 32 << 10 }
+}
+
+/// For scatter and the v-variants (see above).
 pub fn pull_never(_: usize, _: bool) -> bool {
     false
 }

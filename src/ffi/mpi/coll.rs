@@ -752,13 +752,14 @@ fn gather_body(
         let st = rt.type_info(sendtype)?;
         let k = (!v).then_some(sendcount.max(0) as usize);
         return rt.with_comm(comm, |eng, c| {
-            Ok(coll::gather::gatherv(
-                ctx!(eng, c, name, parts_sig(name, k, &st, Some(root))),
-                send,
-                None,
-                &[],
-                root,
-            )?)
+            let c = ctx!(eng, c, name, parts_sig(name, k, &st, Some(root)));
+            // `MPI_Gather`: every rank knows the block length, and may
+            // choose by it as the root does.
+            match k {
+                Some(_) => coll::gather::gatherv_uniform(c, send, None, &[], sbytes, root)?,
+                None => coll::gather::gatherv(c, send, None, &[], root)?,
+            }
+            Ok(())
         });
     }
     let rt_info = rt.type_info(recvtype)?;
@@ -774,13 +775,15 @@ fn gather_body(
     let recv = unsafe { ptr::bytes_mut(at(recvbuf, base), span) };
     let k = layout.uniform();
     rt.with_comm(comm, |eng, c| {
-        Ok(coll::gather::gatherv(
-            ctx!(eng, c, name, parts_sig(name, k, &rt_info, Some(root))),
-            send,
-            Some(recv),
-            blocks,
-            root,
-        )?)
+        let c = ctx!(eng, c, name, parts_sig(name, k, &rt_info, Some(root)));
+        match k {
+            Some(_) => {
+                let len = blocks.first().map_or(0, |b| b.1);
+                coll::gather::gatherv_uniform(c, send, Some(recv), blocks, len, root)?
+            }
+            None => coll::gather::gatherv(c, send, Some(recv), blocks, root)?,
+        }
+        Ok(())
     })
 }
 

@@ -233,7 +233,8 @@ pub fn gather(
         // SAFETY: non-null, scount elements of stype (MPI contract).
         let s = unsafe { ptr::bytes(send, len) };
         if l.rank() != root {
-            return l.run(|c| coll::gather::gatherv(c, Some(s), None, &[], root));
+            // As the root (`gather` chooses by `len`, known everywhere).
+            return l.run(|c| coll::gather::gather(c, Some(s), None, len, root));
         }
         let total = l.root_span(send, recv, len, (rcount, rtype) == (scount, stype))?;
         // SAFETY: non-null, a block per rank (MPI contract), apart from `s`.
