@@ -851,35 +851,54 @@ fn pulled_calls_in_place_fall_back() {
     }
 }
 
-/// A pulled gather whose ranks disagree on a block's length fails on
-/// every rank (not only the one that sees it) and writes nothing out of
-/// place; the next call runs as usual.
+/// A pulled gather (or allreduce) whose ranks disagree on a length fails
+/// on every rank (not only the one that sees it) and writes nothing out
+/// of place; the next call runs as usual.
 #[test]
-fn pulled_gather_with_mismatched_counts_fails_everywhere() {
+fn pulled_calls_with_mismatched_counts_fail_everywhere() {
     for n in [2, 3] {
-        world(n, &[("gather", "pull")], |r, eng, comm| {
-            if !(Ctx::new(eng, comm).pulls() && ferrocoll::transport::shm::cma::allowed()) {
-                return;
-            }
-            let b = 40_000;
-            let mut g = vec![7u8; n * b + 64];
-            let out = (r == 0).then_some(&mut g[..n * b]);
-            // Rank 1 sends 4 bytes more than its block.
-            let send = data(r, (b + if r == 1 { 4 } else { 0 }) / 4);
-            let res = coll::gather::gather(&mut Ctx::new(eng, comm), Some(&send), out, b, 0);
-            assert!(res.is_err(), "n={n} rank {r}: {res:?}");
-            assert!(
-                g[n * b..].iter().all(|&x| x == 7),
-                "written past the blocks"
-            );
-            let out = (r == 0).then_some(&mut g[..n * b]);
-            let send = data(r + 3, b / 4);
-            coll::gather::gather(&mut Ctx::new(eng, comm), Some(&send), out, b, 0).unwrap();
-            if r == 0 {
-                let want: Vec<u8> = (0..n).flat_map(|p| data(p + 3, b / 4)).collect();
-                assert!(g[..n * b] == want[..], "n={n}");
-            }
-        });
+        world(
+            n,
+            &[("gather", "pull"), ("allreduce", "pull")],
+            |r, eng, comm| {
+                if !(Ctx::new(eng, comm).pulls() && ferrocoll::transport::shm::cma::allowed()) {
+                    return;
+                }
+                let b = 40_000;
+                let mut g = vec![7u8; n * b + 64];
+                let out = (r == 0).then_some(&mut g[..n * b]);
+                // Rank 1 sends 4 bytes more than its block.
+                let send = data(r, (b + if r == 1 { 4 } else { 0 }) / 4);
+                let res = coll::gather::gather(&mut Ctx::new(eng, comm), Some(&send), out, b, 0);
+                assert!(res.is_err(), "n={n} rank {r}: {res:?}");
+                assert!(
+                    g[n * b..].iter().all(|&x| x == 7),
+                    "written past the blocks"
+                );
+                let out = (r == 0).then_some(&mut g[..n * b]);
+                let send = data(r + 3, b / 4);
+                coll::gather::gather(&mut Ctx::new(eng, comm), Some(&send), out, b, 0).unwrap();
+                if r == 0 {
+                    let want: Vec<u8> = (0..n).flat_map(|p| data(p + 3, b / 4)).collect();
+                    assert!(g[..n * b] == want[..], "n={n}");
+                }
+                // Rank 1's vector is an element longer.
+                let count = 20_000 + usize::from(r == 1);
+                let mut v = vec![7u8; count * 4 + 64];
+                let c = &mut Ctx::new(eng, comm);
+                let res =
+                    coll::allreduce::allreduce(c, Some(&data(r, count)), &mut v[..count * 4], &SUM);
+                assert!(res.is_err(), "allreduce n={n} rank {r}: {res:?}");
+                assert!(
+                    v[count * 4..].iter().all(|&x| x == 7),
+                    "written past the vector"
+                );
+                let mut v = vec![0u8; 80_000];
+                let c = &mut Ctx::new(eng, comm);
+                coll::allreduce::allreduce(c, Some(&data(r, 20_000)), &mut v, &SUM).unwrap();
+                assert!(v == sum_ref(n, 20_000), "allreduce n={n} after");
+            },
+        );
     }
 }
 

@@ -137,13 +137,19 @@ fn settle_all(c: &mut Ctx, ok: bool, bad: bool) -> Result<(bool, bool)> {
 
 /// Settles a call in which this rank's arguments may be `bad`: every rank
 /// fails if any rank's were (with its own error, or one naming the call's
-/// mismatch), else returns whether every transfer succeeded.
+/// mismatch), else returns whether every transfer succeeded. Reduce,
+/// allreduce, reduce-scatter and gather settle so.
 fn settled(c: &mut Ctx, ok: bool, bad: Option<Error>) -> Result<bool> {
     let (all, any_bad) = settle_all(c, ok, bad.is_some())?;
+    verdict(c, all, any_bad, bad)
+}
+
+/// The outcome of a call settled with `settle_all` (see `settled`).
+fn verdict(c: &Ctx, all: bool, any_bad: bool, bad: Option<Error>) -> Result<bool> {
     match bad {
         Some(e) => Err(e),
         None if any_bad => Err(Error::InvalidArg(format!(
-            "{}: another rank's block length differs (mismatched counts)",
+            "{}: another rank's lengths differ from this one's (mismatched counts)",
             c.op
         ))),
         None => Ok(all),
@@ -483,31 +489,28 @@ fn folded(
                 |_, _, _| true,
             );
         mark_done(c, &call, true);
-        let all = settle(c, ok)?;
-        if all {
-            ok = true;
-            if bad.is_none() {
-                copy(&mut out[o..o + first], &spare);
-                ok = targets
-                    .iter()
-                    .all(|&(p, t)| write(c, p, t + o as u64, &spare))
-                    && fold_block(
-                        c,
-                        red,
-                        &addr,
-                        Own::InDest,
-                        (o + first, l - first),
-                        Some(&mut out[o + first..o + l]),
-                        &mut [],
-                        &mut tmp,
-                        &mut mine,
-                        |c, at, acc| {
-                            targets
-                                .iter()
-                                .all(|&(p, t)| write(c, p, t + at as u64, acc))
-                        },
-                    );
-            }
+        let (all, any_bad) = settle_all(c, ok, bad.is_some())?;
+        if all && !any_bad {
+            copy(&mut out[o..o + first], &spare);
+            ok = targets
+                .iter()
+                .all(|&(p, t)| write(c, p, t + o as u64, &spare))
+                && fold_block(
+                    c,
+                    red,
+                    &addr,
+                    Own::InDest,
+                    (o + first, l - first),
+                    Some(&mut out[o + first..o + l]),
+                    &mut [],
+                    &mut tmp,
+                    &mut mine,
+                    |c, at, acc| {
+                        targets
+                            .iter()
+                            .all(|&(p, t)| write(c, p, t + at as u64, acc))
+                    },
+                );
             // The first reads succeeded everywhere, so a later read or
             // write fails only where a buffer went away meanwhile:
             // nothing is left to fall back to.
@@ -520,7 +523,7 @@ fn folded(
         c.give_back(spare);
         c.give_back(mine);
         c.give_back(tmp);
-        return bad.map_or(Ok(all), Err);
+        return verdict(c, all, any_bad, bad);
     };
     if ok {
         let mut spare = c.scratch(if out.is_some() { 0 } else { piece.min(l) });
@@ -545,16 +548,16 @@ fn folded(
     }
     c.give_back(tmp);
     mark_done(c, &call, true);
-    let all = settle(c, ok)?;
+    let (all, any_bad) = settle_all(c, ok, bad.is_some())?;
     if let Some(v) = copied {
-        if !all && bad.is_none() {
+        if !all && !any_bad {
             if let Some(o) = out {
                 copy(o, &v);
             }
         }
         c.give_back(v);
     }
-    bad.map_or(Ok(all), Err)
+    verdict(c, all, any_bad, bad)
 }
 
 /// Where a rank's own contribution to `fold_block` lies.
@@ -699,12 +702,12 @@ pub fn reduce_scatter(
         );
     c.give_back(tmp);
     mark_done(c, &call, true);
-    let all = settle(c, ok)?;
+    let (all, any_bad) = settle_all(c, ok, bad.is_some())?;
     if let Some(v) = copied {
-        if !all && bad.is_none() {
+        if !all && !any_bad {
             copy(&mut recv[..l], &v[..l]);
         }
         c.give_back(v);
     }
-    bad.map_or(Ok(all), Err)
+    verdict(c, all, any_bad, bad)
 }
