@@ -8,11 +8,11 @@
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 32 KiB where ranks do not outnumber cores, else slots up to 64 KiB, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB, pull above (up to 16 MiB where ranks do not outnumber cores), stream above that; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
-//! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
+//! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 16 KiB in total (128 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 32 KiB sent per rank (128 KiB where ranks outnumber cores); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer) from 32 KiB per rank (1 MiB where ranks outnumber cores); else slots (a part too large for a slot goes as a message); scatter and the v-variants pull only when forced |
+//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer) from 16 KiB per rank (256 KiB where ranks outnumber cores); else slots (a part too large for a slot goes as a message); scatter and the v-variants pull only when forced |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
@@ -190,25 +190,27 @@ pub fn pull_allreduce(bytes: usize, crowded: bool) -> bool {
 
 /// Reduce-scatter, `bytes` in total (each rank folds its own block,
 /// `pull::reduce_scatter`), against the slots or streamed (Open MPI,
-/// MPICH), us, by bytes in total: 2 ranks 16 KiB 1.30 / 1.17, 32 KiB
-/// 1.46 / 1.76, 64 KiB 1.84 / 3.33, 256 KiB 4.6 / 9.4 (44, 22), 1 MiB
-/// 16.8 / 35.8 (190, 33), 16 MiB 595 / 917 (3976, 1009), 64 MiB 3538 /
-/// 4475 (22927, 7763); 4 ranks on 2 cores 128 KiB 11.6 / 7.9, 512 KiB 20.3
-/// / 27.1, 2 MiB 63 / 108, 32 MiB 1627 / 2016.
+/// MPICH), alternated, us, by bytes in total (as `bench/mpibench.c`
+/// prints them): 2 ranks 8 KiB 1.29 / 1.17, 16 KiB 1.43-1.46 / 1.75-1.76,
+/// 64 KiB 2.9 / 4.9, 128 KiB 4.6 / 9.4 (44, 22), 512 KiB 16.8 / 35.8
+/// (190, 33), 8 MiB 595 / 917 (3976, 1009), 32 MiB 3538 / 4475 (22927,
+/// 7763); 4 ranks on 2 cores 32 KiB 11.6 / 7.9, 128 KiB 20.3 / 27.1, 512
+/// KiB 63 / 108, 8 MiB 1627 / 2016.
 pub fn pull_reduce_scatter(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 512 << 10 } else { 32 << 10 }
+    bytes >= if crowded { 128 << 10 } else { 16 << 10 }
 }
 
 /// Gather (`MPI_Gather`), `bytes` per rank, where every rank writes its
 /// block into the root's buffer (`pull::gatherv`), against the slots and
-/// messages, which the root reads (Open MPI), alternated, us: 2 ranks 8
-/// KiB 0.82 / 0.37, 32 KiB 1.09 / 1.28 (1.73), 512 KiB 8.6 / 14.2 (14.3),
-/// 2 MiB 48 / 106 (158), 32 MiB 1623 / 2080 (2640); 4 ranks on 2 cores 32
-/// KiB 5.2 / 3.1, 128 KiB 7.2-7.3 / 9.9-10.2 (8.1), 512 KiB 21.5-22.2 /
-/// 19.5-19.8 (18.9), 1 MiB 40 / 53, 8 MiB 371 / 711 (725), 32 MiB 1644 /
-/// 3785 (2828).
+/// messages, which the root reads (Open MPI), alternated, us, by bytes
+/// per rank (`bench/mpibench.c` prints n times as many): 2 ranks 4 KiB
+/// 0.82 / 0.37, 16 KiB 1.09 / 1.28 (1.73), 256 KiB 8.6 / 14.2 (14.3), 1
+/// MiB 48 / 106 (158), 16 MiB 1623 / 2080 (2640); 4 ranks on 2 cores 8
+/// KiB 5.2 / 3.1, 32 KiB 7.2-7.3 / 9.9-10.2 (8.1), 128 KiB 21.2-22.2 /
+/// 19.5-21.1 (18.9), 256 KiB 36-40 / 53-54, 512 KiB 65-68 / 177-180 (179),
+/// 2 MiB 371-386 / 711-738 (725), 8 MiB 1644 / 3785 (2828).
 pub fn pull_gather(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 1 << 20 } else { 32 << 10 }
+    bytes >= if crowded { 256 << 10 } else { 16 << 10 }
 }
 
 /// For scatter and the v-variants (see above).
