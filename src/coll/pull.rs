@@ -76,22 +76,25 @@ fn offered(c: &mut Ctx, call: &Call, p: usize, entry: Option<usize>) -> Result<(
 /// refused (then this rank reads no peer's memory again) or refused
 /// before.
 fn read(c: &mut Ctx, p: usize, addr: u64, dst: &mut [u8]) -> bool {
-    let Some(pid) = c.pid_of(p) else {
-        return false;
-    };
-    let ok = cma::read(pid, addr, dst).is_ok();
-    if !ok {
-        c.refused();
-    }
-    ok
+    reach(c, p, |pid| cma::read(pid, addr, dst))
 }
 
 /// Writes `src` at `addr` of rank `p`, as `read` reads.
 fn write(c: &mut Ctx, p: usize, addr: u64, src: &[u8]) -> bool {
+    reach(c, p, |pid| cma::write(pid, addr, src))
+}
+
+/// Runs `transfer` on rank `p`'s process, where this rank may reach it;
+/// a refusal stops this rank reaching any peer again.
+fn reach(
+    c: &mut Ctx,
+    p: usize,
+    transfer: impl FnOnce(u32) -> std::result::Result<(), cma::Refused>,
+) -> bool {
     let Some(pid) = c.pid_of(p) else {
         return false;
     };
-    let ok = cma::write(pid, addr, src).is_ok();
+    let ok = transfer(pid).is_ok();
     if !ok {
         c.refused();
     }
@@ -264,7 +267,8 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize, share: bool) -> Result<bo
     if c.rank() == root {
         let call = offer(c, buf, &[])?;
         let (mut ok, mut bad) = (true, None);
-        for p in (0..n).filter(|&p| share && p != root) {
+        let writes = if share { n } else { 0 };
+        for p in (0..writes).filter(|&p| p != root) {
             let (addr, l) = offered(c, &call, p, None)?;
             if l != len {
                 bad.get_or_insert(mismatch(p, l, len));
@@ -463,53 +467,38 @@ fn folded(
         }
     }
     let (o, l) = super::even_blocks(len, red.extent, n)[me];
-    let piece = piece_of(red);
-    // Room for a peer's piece where one is folded into another's.
-    let two = own.is_some() && n == 2 && (red.commutative || me != n - 1);
-    let mut tmp = c.scratch(if two { 0 } else { piece.min(l) });
+    // Hands a piece of this rank's block, at `at`, to every rank that gets it.
+    let hand_out = |c: &mut Ctx, at: usize, piece: &[u8]| {
+        targets
+            .iter()
+            .all(|&(p, t)| write(c, p, t + at as u64, piece))
+    };
     let mut ok = bad.is_none();
     let Some(input) = own else {
         // In place: the first piece is folded aside, so every rank has
         // read from every peer before anyone writes; the rest in place.
         let out = out.expect("an allreduce has a result everywhere");
-        let first = piece.min(l);
-        let mut spare = c.scratch(first);
-        let mut mine = c.scratch(if red.commutative { 0 } else { first });
+        let first = piece_of(red).min(l);
+        let mut aside = c.scratch(first);
+        let probe = Some(&mut aside[..]);
         ok = ok
-            && fold_block(
-                c,
-                red,
-                &addr,
-                Own::At(out),
-                (o, first),
-                None,
-                &mut spare,
-                &mut tmp,
-                &mut [],
-                |_, _, _| true,
-            );
+            && fold_block(c, red, &addr, Own::At(out), (o, first), probe, |_, _, _| {
+                true
+            });
         mark_done(c, &call, true);
         let (all, any_bad) = settle_all(c, ok, bad.is_some())?;
         if all && !any_bad {
-            copy(&mut out[o..o + first], &spare);
-            ok = targets
-                .iter()
-                .all(|&(p, t)| write(c, p, t + o as u64, &spare))
+            copy(&mut out[o..o + first], &aside);
+            let rest = Some(&mut out[o + first..o + l]);
+            ok = hand_out(c, o, &aside)
                 && fold_block(
                     c,
                     red,
                     &addr,
                     Own::InDest,
                     (o + first, l - first),
-                    Some(&mut out[o + first..o + l]),
-                    &mut [],
-                    &mut tmp,
-                    &mut mine,
-                    |c, at, acc| {
-                        targets
-                            .iter()
-                            .all(|&(p, t)| write(c, p, t + at as u64, acc))
-                    },
+                    rest,
+                    hand_out,
                 );
             // The first reads succeeded everywhere, so a later read or
             // write fails only where a buffer went away meanwhile:
@@ -520,33 +509,13 @@ fn folded(
                 ));
             }
         }
-        c.give_back(spare);
-        c.give_back(mine);
-        c.give_back(tmp);
+        c.give_back(aside);
         return verdict(c, all, any_bad, bad);
     };
     if ok {
-        let mut spare = c.scratch(if out.is_some() { 0 } else { piece.min(l) });
         let dest = out.as_deref_mut().map(|d| &mut d[o..o + l]);
-        ok = fold_block(
-            c,
-            red,
-            &addr,
-            Own::At(input),
-            (o, l),
-            dest,
-            &mut spare,
-            &mut tmp,
-            &mut [],
-            |c, at, acc| {
-                targets
-                    .iter()
-                    .all(|&(p, t)| write(c, p, t + at as u64, acc))
-            },
-        );
-        c.give_back(spare);
+        ok = fold_block(c, red, &addr, Own::At(input), (o, l), dest, hand_out);
     }
-    c.give_back(tmp);
     mark_done(c, &call, true);
     let (all, any_bad) = settle_all(c, ok, bad.is_some())?;
     if let Some(v) = copied {
@@ -565,17 +534,16 @@ enum Own<'a> {
     /// In a buffer of its own (the whole vector).
     At(&'a [u8]),
     /// In `dest` (in place): with a commutative op each piece starts the
-    /// fold there; otherwise it is first copied aside into `mine`.
+    /// fold there; otherwise it is first copied aside.
     InDest,
 }
 
 /// Folds this rank's block `(o, l)` a piece at a time: each piece of the
 /// result is made in `dest` (the block's place, `l` bytes) or else in
-/// `spare`, from every rank's input (this rank's as `own` says, a peer's
-/// read at `addr[p]`, into `tmp` where it is folded into another), then
+/// scratch, from every rank's input (this rank's as `own` says, a peer's
+/// read at `addr[p]`, into scratch where it is folded into another), then
 /// handed to `deliver` with its offset. False once a read or a delivery
 /// failed.
-#[allow(clippy::too_many_arguments)]
 fn fold_block(
     c: &mut Ctx,
     red: &Reducer,
@@ -583,9 +551,6 @@ fn fold_block(
     own: Own,
     (o, l): (usize, usize),
     mut dest: Option<&mut [u8]>,
-    spare: &mut [u8],
-    tmp: &mut [u8],
-    mine: &mut [u8],
     mut deliver: impl FnMut(&mut Ctx, usize, &[u8]) -> bool,
 ) -> bool {
     let (n, me) = (c.size(), c.rank());
@@ -597,53 +562,65 @@ fn fold_block(
         (true, true) => (0..n).map(|i| (me + i) % n).collect(),
         (false, _) => (0..n).rev().collect(),
     };
-    let piece = piece_of(red);
-    let mut at = o;
-    while at < o + l {
-        let end = (o + l).min(at + piece);
-        let acc: &mut [u8] = match dest.as_deref_mut() {
-            Some(d) => &mut d[at - o..end - o],
-            None => &mut spare[..end - at],
-        };
-        let mine: &[u8] = match own {
-            Own::At(input) => &input[at..end],
-            Own::InDest if red.commutative => &[],
-            Own::InDest => {
-                copy(&mut mine[..end - at], acc);
-                &mine[..end - at]
-            }
-        };
-        for (i, &p) in order.iter().enumerate() {
-            let ok = match (p == me, i == 0) {
-                (true, true) if in_dest && red.commutative => true,
-                (true, true) => {
-                    copy(acc, mine);
-                    true
-                }
-                (true, false) => {
-                    red.fold_left(mine, acc);
-                    true
-                }
-                (false, true) => read(c, p, addr[p] + at as u64, acc),
-                (false, false) => {
-                    let t = &mut tmp[..end - at];
-                    let ok = read(c, p, addr[p] + at as u64, t);
-                    if ok {
-                        red.fold_left(t, acc);
-                    }
-                    ok
+    let piece = piece_of(red).min(l);
+    let need = |yes: bool| if yes { piece } else { 0 };
+    // Scratch for the result (without `dest`), for a peer's piece folded
+    // into another's, and for this rank's piece copied aside.
+    let mut spare = c.scratch(need(dest.is_none()));
+    let mut tmp = c.scratch(need(order.iter().skip(1).any(|&p| p != me)));
+    let mut aside = c.scratch(need(in_dest && !red.commutative));
+    let ok = 'pieces: {
+        let mut at = o;
+        while at < o + l {
+            let end = (o + l).min(at + piece);
+            let acc: &mut [u8] = match dest.as_deref_mut() {
+                Some(d) => &mut d[at - o..end - o],
+                None => &mut spare[..end - at],
+            };
+            let mine: &[u8] = match own {
+                Own::At(input) => &input[at..end],
+                Own::InDest if red.commutative => &[],
+                Own::InDest => {
+                    copy(&mut aside[..end - at], acc);
+                    &aside[..end - at]
                 }
             };
-            if !ok {
-                return false;
+            for (i, &p) in order.iter().enumerate() {
+                let ok = match (p == me, i == 0) {
+                    (true, true) if in_dest && red.commutative => true,
+                    (true, true) => {
+                        copy(acc, mine);
+                        true
+                    }
+                    (true, false) => {
+                        red.fold_left(mine, acc);
+                        true
+                    }
+                    (false, true) => read(c, p, addr[p] + at as u64, acc),
+                    (false, false) => {
+                        let t = &mut tmp[..end - at];
+                        let ok = read(c, p, addr[p] + at as u64, t);
+                        if ok {
+                            red.fold_left(t, acc);
+                        }
+                        ok
+                    }
+                };
+                if !ok {
+                    break 'pieces false;
+                }
             }
+            if !deliver(c, at, acc) {
+                break 'pieces false;
+            }
+            at = end;
         }
-        if !deliver(c, at, acc) {
-            return false;
-        }
-        at = end;
+        true
+    };
+    for v in [spare, tmp, aside] {
+        c.give_back(v);
     }
-    true
+    ok
 }
 
 /// Reduce-scatter of `send` (or, in place, `recv`; the vector is `blocks`
@@ -685,8 +662,6 @@ pub fn reduce_scatter(
         }
         addr[p] = a;
     }
-    let two = n == 2 && (red.commutative || me != n - 1);
-    let mut tmp = c.scratch(if two { 0 } else { piece_of(red).min(l) });
     let ok = bad.is_some()
         || fold_block(
             c,
@@ -695,12 +670,8 @@ pub fn reduce_scatter(
             Own::At(input),
             (o, l),
             Some(&mut recv[..l]),
-            &mut [],
-            &mut tmp,
-            &mut [],
             |_, _, _| true,
         );
-    c.give_back(tmp);
     mark_done(c, &call, true);
     let (all, any_bad) = settle_all(c, ok, bad.is_some())?;
     if let Some(v) = copied {

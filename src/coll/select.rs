@@ -160,7 +160,7 @@ const SHARE_BCAST: usize = 32 << 10;
 /// where ranks outnumber cores, where the root's writes would wait for
 /// the readers' cores.
 pub fn share_bcast(c: &Ctx, bytes: usize) -> bool {
-    !c.eng.crowded() && bytes >= SHARE_BCAST
+    pull_bcast(bytes, c.eng.crowded())
 }
 
 /// Reduce, `bytes` per rank (every rank folds one block, `pull::reduce`),
