@@ -96,8 +96,9 @@ fn layout(nranks: usize, ring_bytes: usize) -> Layout {
 pub const PAUSED: u32 = 1 << 31;
 
 /// Set by a rank that hands this rank a message to read in place (a
-/// `Pull`), cleared by this rank as it reads one: while it is set, this
-/// rank has a copy to make once it gets a core. A hint: the plain store of
+/// `Pull`) or tells it that a send of its was read (`Done`), cleared by this
+/// rank as it makes progress: while it is set, this rank has a copy to make
+/// or a call to finish once it gets a core. A hint: the plain store of
 /// a rank's next hand-over or return clears it too, which costs only a
 /// poll where a yield would have served better. (Keeping it with a load
 /// before each such store read 4-5% slower in one alternated run of 4
