@@ -254,9 +254,8 @@ enum Awaited<'a> {
     /// The peers of those of these requests that are still pending.
     Requests(&'a [ReqId]),
     /// As `Requests`, where one of them moves a message from the
-    /// rendezvous size to `COPYING_BELOW` (`Engine::bulky`): polled for only
-    /// while no other rank of this core has a message to read
-    /// (`Engine::mate_has_work`).
+    /// rendezvous size up (`Engine::bulky`): polled for only while no other
+    /// rank of this core has work marked (`Engine::mate_has_work`).
     Copying(&'a [ReqId]),
 }
 
@@ -368,12 +367,6 @@ const PULL_RNDV: usize = 8 * 1024;
 /// 16 MiB 1483-1637 / 857-879 (Open MPI 361, 1498); sharing only while
 /// every other rank read as paused lost alike.
 const SHARE_FROM: usize = 1 << 20;
-/// Messages below this size, from the rendezvous size, make their waits
-/// `Awaited::Copying`. A larger read keeps the core for 100 us or more,
-/// and the rank that yielded to it got its core back only after: 4 ranks
-/// on 2 cores, us, as `Engine::mate_has_work`, with no bound: sendrecv 2
-/// MiB 499 / 687, 8 MiB 2382 / 2672; with this one 514 / 484, 2632 / 2386.
-const COPYING_BELOW: usize = 1 << 20;
 /// Bytes a receiver reads before it asks for a share: a refusal then
 /// comes before the sender has written anything.
 const SHARE_PROBE: usize = 64 * 1024;
@@ -1472,14 +1465,22 @@ impl Engine {
     }
 
     /// Whether pending request `id` moves a message from the rendezvous
-    /// size (read in place, or through the ring's rendezvous) to
-    /// `COPYING_BELOW`.
+    /// size up (read in place, or through the ring's rendezvous). Once
+    /// bounded at 1 MiB: a larger read keeps the core for 100 us or more,
+    /// and a rank that yielded to it got its core back only after (4 ranks
+    /// on 2 cores, us, unbounded / bounded: sendrecv 2 MiB 687 / 484, 8 MiB
+    /// 2672 / 2386). Since a `Done` marks its sender too
+    /// (`Engine::mark_work`), a yield goes to a mate that has something to
+    /// do, and the bound lost: alternated, medians of 4, bounded /
+    /// unbounded, sendrecv 1 MiB 219 / 190, 2 MiB 478 / 387 (Open MPI
+    /// 385-424 this session), 4 MiB 979 / 837, 8 MiB 2111 / 2028, 16 MiB
+    /// 7678 / 7222; halo 2 MiB 907 / 880, 8 MiB 5443 / 5286; pingpong,
+    /// allgather, alltoall, bcast, gather, scatter, reduce, allreduce and
+    /// reduce_scatter from 1 MiB alike.
     fn bulky(&self, id: ReqId) -> bool {
         match self.reqs.get(id).and_then(Option::as_ref) {
             Some(r) if !r.done => match &r.kind {
-                Kind::Send { buf, .. } | Kind::Recv { buf, .. } => {
-                    (self.rndv_min..COPYING_BELOW).contains(&buf.len())
-                }
+                Kind::Send { buf, .. } | Kind::Recv { buf, .. } => buf.len() >= self.rndv_min,
             },
             _ => false,
         }
@@ -2805,9 +2806,9 @@ mod tests {
     /// An offer to read in place marks its receiver (`WORK`) until the
     /// receiver reads it; meanwhile a rank on the receiver's CPU sees that
     /// its core mate has a copy to make, and waits on such a message are
-    /// `Awaited::Copying` (where ranks outnumber cores, below
-    /// `COPYING_BELOW`). Fails if the mark is not set, not cleared, or not
-    /// looked for on the right CPU.
+    /// `Awaited::Copying` (where ranks outnumber cores). The reader's `Done`
+    /// marks the sender in turn. Fails if a mark is not set, not cleared,
+    /// or not looked for on the right CPU.
     #[test]
     fn offers_to_read_mark_their_receiver_until_read() {
         let seg = Arc::new(Segment::anonymous(3, 1 << 20).unwrap());
@@ -2852,17 +2853,15 @@ mod tests {
             tx.progress();
         }
         assert!(!sender_marked(), "progress clears the mark");
-        // Small and large messages leave their waits as they were.
-        let small = 8;
-        let big = COPYING_BELOW;
-        assert!(tx.rndv_min > small && big > tx.rndv_min);
-        let b = vec![0u8; big];
-        for n in [small, big] {
+        // Small messages leave their waits as they were; large ones too are
+        // copies.
+        let b = vec![0u8; 4 << 20];
+        for (n, copy) in [(8, false), (b.len(), true)] {
             // SAFETY: `b` outlives the engine, which is dropped first.
             let raw = unsafe { RawBuf::new(b.as_ptr() as *mut u8, n) };
             let s = tx.isend(1, 7, 2, raw, "send").unwrap();
-            assert!(!tx.bulky(s), "{n} bytes");
-            assert!(!matches!(tx.awaited_for(&s), Awaited::Copying(_)));
+            assert_eq!(tx.bulky(s), copy, "{n} bytes");
+            assert_eq!(matches!(tx.awaited_for(&s), Awaited::Copying(_)), copy);
         }
         drop(tx);
     }
