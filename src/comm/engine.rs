@@ -350,7 +350,8 @@ const BUFFER_AHEAD: usize = 4 << 20;
 /// 16 KiB 2.66 / 1.30, 32 KiB 4.32 / 2.03 (Open MPI 1.61 at 16 KiB);
 /// sendrecv 8 KiB 1.79 / 1.35; halo 8 KiB 3.06 / 2.51, but 4 KiB 1.89 /
 /// 2.33. With 4 ranks on 2 cores a rendezvous waits for the receiver to
-/// get a core: sendrecv 8 KiB 4.09 / 7.23, 16 KiB 5.26 / 8.04.
+/// get a core, which a `MPI_Sendrecv` cannot afford below
+/// `CROWDED_PAIRED_RNDV`.
 const PULL_RNDV: usize = 8 * 1024;
 /// Messages from this size that the receive holds whole are shared: the
 /// receiver reads the front half while the sender writes the back half
@@ -388,23 +389,40 @@ fn read_part(
     res
 }
 
-/// `rndv_min` where reads work and ranks outnumber cores. 4 ranks on 2
-/// cores, alternated, us, eager / pulled from 16 KiB (Open MPI): pingpong
-/// 32 KiB 4.5 / 2.0 (2.5), halo 32 KiB 21.1-22.6 / 16.9-17.0 (13.5), but
-/// sendrecv 32 KiB 8.7 / 9.5-9.7 (6.0) and 16 KiB 5.3 / 8.0 (pulled from
-/// 8 KiB); halo 16 KiB gained (14.8 / 10.1).
-const CROWDED_PULL_RNDV: usize = 32 * 1024;
+/// How a send chooses between leaving eagerly and waiting for its receive.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum SendKind {
+    /// By its size (`Engine::rndv_min`).
+    Plain,
+    /// Its caller waits for a receive in the same call (`MPI_Sendrecv`):
+    /// where ranks outnumber cores it leaves eagerly below
+    /// `CROWDED_PAIRED_RNDV`.
+    Paired,
+    /// Announced whatever its size over shared memory: a root sending to
+    /// several ranks (`Ctx::send_announced`).
+    Rooted,
+}
+
+/// Where reads work and ranks outnumber cores, a `SendKind::Paired` send
+/// leaves eagerly below this size, though others are read in place from
+/// `PULL_RNDV`. An eager send completes once the ring takes it, and the
+/// call then waits only for its own receive; a pulled one waits for its
+/// receiver to get a core. 4 ranks on 2 cores, alternated, us, eager /
+/// pulled from 8 KiB for every send (Open MPI in the last compare run):
+/// sendrecv 8 KiB 4.10 / 6.27 (4.96), 16 KiB 5.55 / 6.82, but halo 8 KiB
+/// 10.8 / 8.4 (8.7), 16 KiB 15.8 / 10.3 and pingpong 8 KiB 1.86 / 1.28
+/// (1.74), 16 KiB 2.96 / 1.51; collectives alike. (Pulled from 32 KiB
+/// before: sendrecv 32 KiB 8.7 / 9.5-9.7.)
+const CROWDED_PAIRED_RNDV: usize = 32 * 1024;
 /// `rndv_min` elsewhere (the ring's rendezvous saves a copy into a buffer,
 /// for one round trip more).
 const RING_RNDV: usize = 64 * 1024;
 
 /// `Engine::rndv_min` unless `FERROCOLL_RNDV_BYTES` sets it.
-fn rndv_default(pull: bool, crowded: bool) -> usize {
-    params().rndv_min.unwrap_or(match (pull, crowded) {
-        (true, false) => PULL_RNDV,
-        (true, true) => CROWDED_PULL_RNDV,
-        (false, _) => RING_RNDV,
-    })
+fn rndv_default(pull: bool) -> usize {
+    params()
+        .rndv_min
+        .unwrap_or(if pull { PULL_RNDV } else { RING_RNDV })
 }
 
 /// Most bytes one `drain` call reads from a link before returning.
@@ -529,7 +547,7 @@ impl Engine {
         // bcast 0.151-0.154 / 0.141-0.145 / 0.139-0.140. Messages keep
         // `spin`: 4-rank pingpong 8 B took 0.26 us at 16 and 0.34-0.39 at 6.
         self.slot_spin = if crowded { self.spin.min(6) } else { self.spin };
-        self.rndv_min = rndv_default(self.cma, crowded);
+        self.rndv_min = rndv_default(self.cma);
         self.informed = crowded && self.tcp.is_none() && self.seg.is_some();
         self.crowded = crowded;
         self.note_running();
@@ -615,7 +633,7 @@ impl Engine {
             slot_epoch: 0,
             far: Default::default(),
             spare: Vec::new(),
-            rndv_min: rndv_default(params().cma, false),
+            rndv_min: rndv_default(params().cma),
             tcp: None,
             cancel: None,
             hosts: vec![0; n],
@@ -774,12 +792,23 @@ impl Engine {
         buf: RawBuf,
         op: &'static str,
     ) -> Result<ReqId> {
-        self.isend_as(dst, ctx, tag, buf, op, false)
+        self.isend_as(dst, ctx, tag, buf, op, SendKind::Plain)
     }
 
-    /// `isend`; `announce`: over shared memory, announce the message and
-    /// send it once the receive is posted whatever its size (see
-    /// `Ctx::send_announced`).
+    /// `isend` of a send whose caller waits in the same call for a receive
+    /// (`SendKind::Paired`).
+    pub fn isend_paired(
+        &mut self,
+        dst: usize,
+        ctx: u32,
+        tag: i32,
+        buf: RawBuf,
+        op: &'static str,
+    ) -> Result<ReqId> {
+        self.isend_as(dst, ctx, tag, buf, op, SendKind::Paired)
+    }
+
+    /// `isend` of a send of `kind`.
     fn isend_as(
         &mut self,
         dst: usize,
@@ -787,16 +816,15 @@ impl Engine {
         tag: i32,
         buf: RawBuf,
         op: &'static str,
-        announce: bool,
+        kind: SendKind,
     ) -> Result<ReqId> {
         self.check()?;
         if self.links[dst].has_failed() {
             return Err(self.link_death(dst, op));
         }
-        // Announced whatever its size: a root sending to several ranks.
-        let rooted = announce;
-        let announce = self.announces(dst, buf.len())
-            || (announce && !buf.is_empty() && self.links[dst].is_remote());
+        let rooted = kind == SendKind::Rooted;
+        let announce = self.announces(dst, buf.len(), kind)
+            || (rooted && !buf.is_empty() && self.links[dst].is_remote());
         let mut frame = Frame::eager(ctx, tag, buf.len());
         let id = self.alloc(Kind::Send {
             dst,
@@ -845,11 +873,24 @@ impl Engine {
     /// Sends a message that needs no request, at once: eager (shared-memory
     /// messages from the rendezvous size wait for their receive), nothing
     /// queued to `dst` before it (messages keep their order), and the link
-    /// takes header and data together now. `Ok(false)`: nothing was done,
-    /// and `isend` must take the message.
-    pub fn send_now(&mut self, dst: usize, ctx: u32, tag: i32, data: &[u8]) -> Result<bool> {
+    /// takes header and data together now. `paired`: the caller waits for a
+    /// receive in the same call (`SendKind::Paired`). `Ok(false)`: nothing
+    /// was done, and `isend` (or `isend_paired`) must take the message.
+    pub fn send_now(
+        &mut self,
+        dst: usize,
+        ctx: u32,
+        tag: i32,
+        data: &[u8],
+        paired: bool,
+    ) -> Result<bool> {
         self.check()?;
-        if self.announces(dst, data.len()) || !self.sendq[dst].is_empty() {
+        let kind = if paired {
+            SendKind::Paired
+        } else {
+            SendKind::Plain
+        };
+        if self.announces(dst, data.len(), kind) || !self.sendq[dst].is_empty() {
             return Ok(false);
         }
         let link = &mut self.links[dst];
@@ -961,10 +1002,16 @@ impl Engine {
         self.wait(id, op)
     }
 
-    /// Whether a `len`-byte send to `dst` waits for its receive (rendezvous
-    /// over shared memory) instead of leaving eagerly.
-    fn announces(&self, dst: usize, len: usize) -> bool {
-        len >= self.rndv_min && self.links[dst].is_remote()
+    /// Whether a `len`-byte send of `kind` to `dst` waits for its receive
+    /// (rendezvous over shared memory) instead of leaving eagerly.
+    fn announces(&self, dst: usize, len: usize, kind: SendKind) -> bool {
+        let from = match kind {
+            SendKind::Paired if self.crowded && self.cma && params().rndv_min.is_none() => {
+                self.rndv_min.max(CROWDED_PAIRED_RNDV)
+            }
+            _ => self.rndv_min,
+        };
+        len >= from && self.links[dst].is_remote()
     }
 
     /// Posts a receive into `buf`.
@@ -1095,7 +1142,7 @@ impl Engine {
     /// Stops this rank reading peers' memory, as a refused read does.
     pub fn stop_pulls(&mut self) {
         self.cma = false;
-        self.rndv_min = rndv_default(false, self.crowded);
+        self.rndv_min = rndv_default(false);
     }
 
     /// The process id of world rank `w`, if it shares this host's segment.
@@ -2360,7 +2407,7 @@ impl Engine {
                     // no more `Pull`s, and only messages the ring would
                     // take slower than a round trip.
                     self.cma = false;
-                    self.rndv_min = rndv_default(false, self.crowded);
+                    self.rndv_min = rndv_default(false);
                 }
                 self.on_cts(src, frame.token, frame.len)?
             }
@@ -2651,7 +2698,12 @@ impl Engine {
         for (dst, buf) in sends {
             // SAFETY: as above; send buffers are only read.
             let raw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
-            ids.push(self.isend_as(world(*dst), ctx, tag, raw, op, announce)?);
+            let kind = if announce {
+                SendKind::Rooted
+            } else {
+                SendKind::Plain
+            };
+            ids.push(self.isend_as(world(*dst), ctx, tag, raw, op, kind)?);
         }
         meanwhile();
         self.wait_all(&ids, op)?;
@@ -2731,6 +2783,34 @@ mod tests {
         e.recycle(y);
         // A need within CUT_MAX of its length still takes it.
         assert_eq!(e.scratch_for((4 << 20) - 1000).capacity(), 4 << 20);
+    }
+
+    /// Where ranks outnumber cores, a paired send (`MPI_Sendrecv`'s) below
+    /// `CROWDED_PAIRED_RNDV` leaves eagerly, while a plain one of the same
+    /// size waits for its reader; elsewhere both wait. Fails if either
+    /// chooses otherwise.
+    #[test]
+    fn paired_sends_leave_eagerly_where_ranks_outnumber_cores() {
+        if params().rndv_min.is_some() || !params().cma {
+            eprintln!("skipped: FERROCOLL_RNDV_BYTES or FERROCOLL_CMA set");
+            return;
+        }
+        let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
+        let mut tx = Engine::over_shm(0, seg);
+        let data = vec![3u8; CROWDED_PAIRED_RNDV / 2];
+        assert!(data.len() >= tx.rndv_min);
+        // SAFETY: `data` outlives the engine, dropped first.
+        let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
+        for crowded in [false, true] {
+            tx.crowded = crowded;
+            let paired = tx.isend_paired(1, 7, 1, raw, "send").unwrap();
+            let plain = tx.isend(1, 7, 1, raw, "send").unwrap();
+            assert_eq!(tx.is_done(paired), crowded, "crowded {crowded}");
+            assert!(!tx.is_done(plain), "crowded {crowded}");
+            assert_eq!(tx.send_now(1, 7, 1, &data, true).unwrap(), crowded);
+            assert!(!tx.send_now(1, 7, 1, &data, false).unwrap());
+        }
+        drop(tx);
     }
 
     /// A rank that hands its core over inside a wait says so in its
@@ -2901,12 +2981,12 @@ mod tests {
         // Rank 2's message arrives: only rank 1 counts now, paused or not.
         seg.on_cpu(2).store(other | PAUSED, Ordering::Relaxed);
         let mut e2 = Engine::over_shm(2, seg.clone());
-        assert!(e2.send_now(0, 7, 1, &[5; 8]).unwrap());
+        assert!(e2.send_now(0, 7, 1, &[5; 8], false).unwrap());
         e.wait(ids[1], "t").unwrap();
         assert!(elsewhere(&e) && !off_cores(&e));
         assert!(!e.all_awaited(Awaited::Nobody, |_| true));
         let mut e1 = Engine::over_shm(1, seg.clone());
-        assert!(e1.send_now(0, 7, 1, &[6; 8]).unwrap());
+        assert!(e1.send_now(0, 7, 1, &[6; 8], false).unwrap());
         e.wait(ids[0], "t").unwrap();
         assert!(!elsewhere(&e), "no pending peer left to poll for");
         assert_eq!(bufs, [[6; 8], [5; 8]]);
@@ -3146,9 +3226,9 @@ mod tests {
         let mut e = Engine::over_shm(0, seg);
         e.rndv_min = usize::MAX;
         let mut data: Vec<u8> = (0..40_000u32).map(|i| i as u8).collect();
-        assert!(e.send_now(1, 7, 1, &data[..1000]).unwrap());
+        assert!(e.send_now(1, 7, 1, &data[..1000], false).unwrap());
         assert_eq!(e.far.recorded, 0, "short messages are not timed");
-        assert!(e.send_now(1, 7, 1, &data[..20_000]).unwrap());
+        assert!(e.send_now(1, 7, 1, &data[..20_000], false).unwrap());
         assert_eq!(e.far.recorded, FRAME_BYTES + 20_000);
         // SAFETY: `data` outlives the request, completed before it is freed.
         let raw = unsafe { RawBuf::new(data.as_mut_ptr(), 40_000) };

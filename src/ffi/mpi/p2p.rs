@@ -97,8 +97,13 @@ impl Runtime {
         Ok(SendPlan { to, raw, comm })
     }
 
-    fn start_send(&mut self, p: SendPlan, op: &'static str) -> MpiResult<ReqEntry> {
+    /// Posts planned send `p`; `paired`: its caller waits for a receive in
+    /// the same call (`SendKind::Paired`).
+    fn start_send(&mut self, p: SendPlan, op: &'static str, paired: bool) -> MpiResult<ReqEntry> {
         let id = match p.to {
+            Some((dst, ctx, tag)) if paired => {
+                Some(self.eng.isend_paired(dst, ctx, tag, p.raw, op)?)
+            }
             Some((dst, ctx, tag)) => Some(self.eng.isend(dst, ctx, tag, p.raw, op)?),
             None => None,
         };
@@ -121,7 +126,7 @@ impl Runtime {
         op: &'static str,
     ) -> MpiResult<ReqEntry> {
         let plan = self.plan_send(buf, count, dt, dest, tag, comm)?;
-        self.start_send(plan, op)
+        self.start_send(plan, op, false)
     }
 
     fn post_recv(
@@ -414,7 +419,7 @@ pub extern "C" fn PMPI_Sendrecv(
         let rbytes = rt.type_info(recvtype)?.bytes(recvcount)?;
         ptr::check_disjoint(sendbuf, plan.raw.len(), recvbuf, rbytes)?;
         let r = rt.post_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-        let s = rt.start_send(plan, "MPI_Sendrecv")?;
+        let s = rt.start_send(plan, "MPI_Sendrecv", true)?;
         let st = rt.finish(r, "MPI_Sendrecv")?;
         rt.finish(s, "MPI_Sendrecv")?;
         ptr::put_status(status, st)?;
