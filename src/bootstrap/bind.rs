@@ -16,6 +16,10 @@
 //! whose thread must not be pinned behind its back.
 
 use crate::param::{debug_log, DebugLevel};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The CPU `bind` bound this rank to (`usize::MAX`: none).
+static HOME: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// `FERROCOLL_BIND`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,14 +67,8 @@ pub fn bind(policy: Bind, index: usize, ranks: usize) {
     let Some(cpu) = choose(policy, index, ranks, &allowed) else {
         return;
     };
-    // SAFETY: `set` is a plain bit set owned by this frame; the call only
-    // reads it.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc == 0 {
+    if pin(cpu) {
+        HOME.store(cpu, Ordering::Relaxed);
         debug_log(DebugLevel::Info, || {
             format!("rank {index} of {ranks} on this machine bound to CPU {cpu}")
         });
@@ -79,6 +77,32 @@ pub fn bind(policy: Bind, index: usize, ranks: usize) {
         debug_log(DebugLevel::Warn, || {
             format!("binding to CPU {cpu} failed: {e}")
         });
+    }
+}
+
+/// Binds the calling thread to `cpu` alone; false where the kernel
+/// refuses (a CPU outside the process's cpuset, say).
+pub fn pin(cpu: usize) -> bool {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return false;
+    }
+    // SAFETY: `set` is a plain bit set owned by this frame; the call only
+    // reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// The CPU `bind` bound this rank to, if the calling thread still runs
+/// there alone: only then may the library move it for a while
+/// (`Engine::borrow_idle_core`), never a thread the application bound.
+pub fn home() -> Option<usize> {
+    let cpu = HOME.load(Ordering::Relaxed);
+    match allowed_cpus().ok()?.as_slice() {
+        [one] if *one == cpu => Some(cpu),
+        _ => None,
     }
 }
 
@@ -107,6 +131,8 @@ mod tests {
     fn deals_ranks_round_robin_when_a_machine_has_several() {
         let two = [0, 1];
         assert_eq!(choose(Bind::Auto, 0, 1, &two), None);
+        // Not bound by `bind` (no test binds): never `home`.
+        assert_eq!(home(), None);
         assert_eq!(choose(Bind::Auto, 1, 2, &two), Some(1));
         assert_eq!(choose(Bind::Auto, 1, 2, &[0, 1, 2, 3]), Some(1));
         assert_eq!(choose(Bind::Auto, 3, 4, &two), Some(1));

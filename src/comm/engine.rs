@@ -4,6 +4,7 @@
 //! spin, then yield, then futex sleep, noticing dead peers and deadlines.
 
 use super::buffer::RawBuf;
+use crate::bootstrap::bind;
 use crate::copy::p2p_uncached_from;
 use crate::error::{Error, Result};
 use crate::param;
@@ -368,6 +369,11 @@ const PULL_RNDV: usize = 8 * 1024;
 /// 16 MiB 1483-1637 / 857-879 (Open MPI 361, 1498); sharing only while
 /// every other rank read as paused lost alike.
 const SHARE_FROM: usize = 1 << 20;
+/// Reads of at least this many bytes (about 90 us) may move to an idle
+/// core first (`Engine::borrow_idle_core`). From 256 KiB, those of 256 KiB
+/// lost: 4 ranks on 2 cores, medians of 8, us, staying / moving: sendrecv
+/// 25.3 / 37.0, halo 54.3 / 110.
+const BORROW_FROM: usize = 1 << 20;
 /// Bytes a receiver reads before it asks for a share: a refusal then
 /// comes before the sender has written anything.
 const SHARE_PROBE: usize = 64 * 1024;
@@ -1174,7 +1180,19 @@ impl Engine {
             // this rank read, before the sender is asked to write; any
             // other is read in one call.
             let first = if share { at.min(SHARE_PROBE) } else { at };
-            match read_part(pid, frame.token, buf, 0, first) {
+            let home = if first >= BORROW_FROM {
+                self.borrow_idle_core()
+            } else {
+                None
+            };
+            let read = read_part(pid, frame.token, buf, 0, first);
+            if let Some(home) = home {
+                // Back home, where this rank's tuning assumes it runs; a
+                // refusal leaves it where it is.
+                bind::pin(home);
+                self.note_running();
+            }
+            match read {
                 Ok(()) => {
                     if share {
                         let place = place_token(&Target::Req(id));
@@ -1872,6 +1890,39 @@ impl Engine {
         })
     }
 
+    /// Where ranks outnumber cores and this rank is bound to its CPU, moves
+    /// it for a long read to a CPU whose ranks all wait with nothing marked
+    /// (`idle_cpu`), if a rank of its own CPU has work marked: that rank
+    /// then gets the core meanwhile, instead of one core copying for two
+    /// while the other idles. Returns the CPU to go back to. 4 ranks on 2
+    /// cores, alternated, medians of 12, us, staying / moving from 256 KiB
+    /// (a move or two per rank in a run of a few hundred calls, enough to
+    /// leave a schedule in which one core waits): sendrecv 8 MiB 1915 /
+    /// 1692 (Open MPI 1727 in the last compare run), 16 MiB 6345 / 6189;
+    /// halo 4 MiB 1771 / 1698; of 6, alltoall and pingpong 1-8 MiB alike.
+    /// Unbound ranks, which the kernel moves at will, read sendrecv 8 MiB
+    /// at 1669 but small calls lost (sendrecv 8 B 1.03 -> 1.35 us, halo
+    /// 256 KiB 54 -> 83).
+    fn borrow_idle_core(&mut self) -> Option<usize> {
+        if !self.informed {
+            return None;
+        }
+        let seg = self.seg.clone()?;
+        if !self.mate_has_work(&seg) {
+            return None;
+        }
+        let home = bind::home()?;
+        let words: Vec<u32> = (0..seg.nranks())
+            .map(|p| seg.on_cpu(p).load(Ordering::Relaxed))
+            .collect();
+        let idle = idle_cpu(&words, self.cpu)?;
+        if !bind::pin(idle as usize - 1) {
+            return None;
+        }
+        self.note_running();
+        Some(home)
+    }
+
     /// Clears this rank's `WORK` mark as it makes progress or reads a
     /// message in place.
     #[inline]
@@ -2531,6 +2582,22 @@ impl Engine {
     }
 }
 
+/// A CPU (as `Segment::on_cpu` words name it, 1 + the CPU) other than
+/// `mine` on which every rank, by its word in `words`, has handed its core
+/// over with no work marked.
+fn idle_cpu(words: &[u32], mine: u32) -> Option<u32> {
+    words
+        .iter()
+        .map(|&w| cpu_of(w))
+        .filter(|&c| c != 0 && c != mine)
+        .find(|&c| {
+            words
+                .iter()
+                .filter(|&&w| cpu_of(w) == c)
+                .all(|&w| w & PAUSED != 0 && w & WORK == 0)
+        })
+}
+
 /// Where buffered message `uid` is in `q`, if there. Ids grow as messages
 /// are queued and removal keeps the order, so a binary search finds it: a
 /// scan cost O(backlog) per arriving message, and a rank behind a sender
@@ -2944,6 +3011,23 @@ mod tests {
             assert_eq!(matches!(tx.awaited_for(&s), Awaited::Copying(_)), copy);
         }
         drop(tx);
+    }
+
+    /// A read borrows only a CPU whose every rank waits with nothing to do.
+    #[test]
+    fn only_cpus_whose_ranks_all_wait_idle() {
+        let (a, b, c) = (1, 2, 3);
+        let words = [a, b | PAUSED, b | PAUSED, c | PAUSED | WORK, a | PAUSED];
+        assert_eq!(idle_cpu(&words, a), Some(b));
+        assert_eq!(idle_cpu(&words[..1], a), None, "nobody else");
+        assert_eq!(idle_cpu(&[a, b, b | PAUSED], a), None, "a rank runs");
+        assert_eq!(
+            idle_cpu(&[a, c | PAUSED | WORK], a),
+            None,
+            "a rank has work"
+        );
+        assert_eq!(idle_cpu(&[a, PAUSED], a), None, "unknown CPU");
+        assert_eq!(idle_cpu(&[b | PAUSED, a | PAUSED], b), Some(a));
     }
 
     /// A wait on several requests watches the peers of those still
