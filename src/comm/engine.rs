@@ -417,7 +417,7 @@ pub enum SendKind {
 /// pulled from 8 KiB for every send (Open MPI in the last compare run):
 /// sendrecv 8 KiB 4.10 / 6.27 (4.96), 16 KiB 5.55 / 6.82, but halo 8 KiB
 /// 10.8 / 8.4 (8.7), 16 KiB 15.8 / 10.3 and pingpong 8 KiB 1.86 / 1.28
-/// (1.74), 16 KiB 2.96 / 1.51; collectives alike. (Pulled from 32 KiB
+/// (1.86), 16 KiB 2.96 / 1.51; collectives alike. (Pulled from 32 KiB
 /// before: sendrecv 32 KiB 8.7 / 9.5-9.7.)
 const CROWDED_PAIRED_RNDV: usize = 32 * 1024;
 /// `rndv_min` elsewhere (the ring's rendezvous saves a copy into a buffer,
@@ -1894,15 +1894,16 @@ impl Engine {
     /// it for a long read to a CPU whose ranks all wait with nothing marked
     /// (`idle_cpu`), if a rank of its own CPU has work marked: that rank
     /// then gets the core meanwhile, instead of one core copying for two
-    /// while the other idles. Returns the CPU to go back to. 4 ranks on 2
-    /// cores, alternated, medians of 12, us, staying / moving from 256 KiB
-    /// (a move or two per rank in a run of a few hundred calls, enough to
-    /// leave a schedule in which one core waits): sendrecv 8 MiB 1915 /
-    /// 1692 (Open MPI 1727 in the last compare run), 16 MiB 6345 / 6189;
-    /// halo 4 MiB 1771 / 1698; of 6, alltoall and pingpong 1-8 MiB alike.
-    /// Unbound ranks, which the kernel moves at will, read sendrecv 8 MiB
-    /// at 1669 but small calls lost (sendrecv 8 B 1.03 -> 1.35 us, halo
-    /// 256 KiB 54 -> 83).
+    /// while the other idles. Returns the CPU to go back to. Moves are
+    /// few (a handful per rank in a run of a few hundred calls), enough to
+    /// leave a schedule in which one core waits. 4 ranks on 2 cores,
+    /// alternated, us, staying / moving from `BORROW_FROM`, medians of 12:
+    /// sendrecv 2 MiB 428 / 435, 4 MiB 894 / 876, 8 MiB 2344 / 2132 (Open
+    /// MPI 1623-1727 in compare runs); halo 2 MiB 964 / 929, 8 MiB 5561 /
+    /// 5464; of 8: sendrecv 16 MiB 7214 / 6894, allgather and alltoall 512
+    /// KiB - 16 MiB alike. Unbound ranks, which the kernel moves at will,
+    /// read sendrecv 8 MiB at 1669 against 2147 but small calls lost
+    /// (sendrecv 8 B 1.03 -> 1.35 us, halo 256 KiB 54 -> 83).
     fn borrow_idle_core(&mut self) -> Option<usize> {
         if !self.informed {
             return None;
