@@ -23,6 +23,9 @@ pub fn alltoall(
     {
         return Ok(());
     }
+    if uniform && select::alltoall_messages(c, len) {
+        return messages(c, send, sblocks, recv, rblocks);
+    }
     if uniform && select::alltoall_stream(c, len) {
         return stream::alltoall(c, send, recv, rblocks);
     }
@@ -41,6 +44,18 @@ pub fn alltoallv(
     if select::slots(c, "alltoall", true, true) {
         return slots::alltoallv(c, send, sblocks, recv, rblocks);
     }
+    messages(c, send, sblocks, recv, rblocks)
+}
+
+/// `alltoallv` as messages, all at once or in paired steps
+/// (`select::alltoall`).
+fn messages(
+    c: &mut Ctx,
+    send: &[u8],
+    sblocks: &[(usize, usize)],
+    recv: &mut [u8],
+    rblocks: &[(usize, usize)],
+) -> Result<()> {
     let (n, r) = (c.size(), c.rank());
     let outs = send_blocks(send, sblocks)?;
     let mut parts = split_blocks(recv, rblocks)?;

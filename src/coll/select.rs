@@ -133,9 +133,11 @@ pub fn pull_allgather(bytes: usize, crowded: bool) -> bool {
 /// All-to-all, `bytes` sent by each rank: 2 ranks 8 KiB 1.10 / 1.14 /
 /// 1.81, 32 KiB 3.26 / 1.83 / 2.43, 512 KiB 33.2 / 14.3 / 14.8, 32 MiB
 /// 5127 / 3704 / 3896; 4 ranks 32 KiB 7.19 / 10.6 / 12.0, 128 KiB 21.0 /
-/// 18.1 / 18.3, 512 KiB 119 / 62 / 63, 8 MiB 2249 / 1420 / 1455.
+/// 18.1 / 18.3, 512 KiB 119 / 62 / 63, 8 MiB 2249 / 1420 / 1455. Where
+/// ranks outnumber cores, messages now win below 512 KiB
+/// (`alltoall_messages`).
 pub fn pull_alltoall(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 128 << 10 } else { 32 << 10 }
+    bytes >= if crowded { 512 << 10 } else { 32 << 10 }
 }
 
 /// Broadcast, read whole: 2 ranks 32 KiB 1.58 / 1.69 / 2.14, 128 KiB 6.82
@@ -388,6 +390,26 @@ pub fn alltoall_stream(c: &Ctx, block: usize) -> bool {
         // Unset, or a name that is not an alltoall algorithm: automatic.
         _ => n * (16 + block) > SLOT_DATA,
     }
+}
+
+/// Whether an all-to-all whose blocks are all `block` bytes goes as
+/// messages, read in place, though it would stream: where ranks outnumber
+/// cores and reads work, from 128 KiB sent by each rank to the pulled
+/// sizes (`pull_alltoall`). Since a `Done` marks its sender
+/// (`Engine::mark_work`) they beat the stream and the pull there: 4 ranks
+/// on 2 cores, alternated, us, stream / pulled / messages, medians of 6:
+/// 128 KiB 22.2 / 20.3 / 19.2, 256 KiB 48.6 / 31.7 / 29.5, 512 KiB 121 /
+/// 67 / 70; of 10, pulled / messages: 128 KiB 18.8 / 17.7 (Open MPI 18.5
+/// in the last compare run), 256 KiB 30.6 / 29.0, 512 KiB 65.9 / 70.1
+/// (67.0). At 64 KiB the stream wins (12.1 / 13.3 messages).
+pub fn alltoall_messages(c: &Ctx, block: usize) -> bool {
+    let bytes = c.size() * block;
+    c.forced("alltoall")
+        .is_none_or(|name| !known("alltoall", name))
+        && c.pulls()
+        && c.eng.crowded()
+        && bytes >= 128 << 10
+        && !pull_alltoall(bytes, true)
 }
 
 /// All-to-all choice (messages).
