@@ -2458,8 +2458,7 @@ impl Engine {
                     // The receiver cannot read this rank's memory: announce
                     // no more `Pull`s, and only messages the ring would
                     // take slower than a round trip.
-                    self.cma = false;
-                    self.rndv_min = rndv_default(false);
+                    self.stop_pulls();
                 }
                 self.on_cts(src, frame.token, frame.len)?
             }
