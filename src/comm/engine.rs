@@ -2348,22 +2348,23 @@ impl Engine {
         Some((FRAME_BYTES + len, true))
     }
 
-    /// `take_whole` where the next bytes of `src`'s link are in a post
-    /// (`None` where they are not): a message that lies whole in it is
-    /// read where it lies, header and body, with one look at the post. The
+    /// `take_whole` where the next bytes of `src`'s link are a post not
+    /// yet read into (`None` where they are not): a message that lies
+    /// whole in it is read where it lies, header and body, with one look
+    /// at the post (`Ring::post_framed`, which gives a short header back
+    /// lengthened). The
     /// way through `peek` looks five times (`peek`, `readable` and three
     /// reads) and copies the header out: 8-byte messages took about 270
     /// instructions between the link and the engine's calls. `Some(None)`:
     /// not taken, and that way could not take it either, since it too
     /// sees only the post's bytes.
     fn take_from_post(&mut self, src: usize) -> Option<Option<(usize, bool)>> {
-        let bytes = self.links[src].post_bytes()?;
+        let (head, rest) = self.links[src].post_framed()?;
         let whole = || {
-            let frame = Frame::decode(bytes.get(..FRAME_BYTES)?.try_into().ok()?)
-                .filter(|f| f.kind == FrameKind::Eager)?;
+            let frame = Frame::decode(&head).filter(|f| f.kind == FrameKind::Eager)?;
             let len = usize::try_from(frame.len)
                 .ok()
-                .filter(|&l| l <= bytes.len() - FRAME_BYTES)?;
+                .filter(|&l| l <= rest.len())?;
             Some((frame, len))
         };
         let Some((frame, len)) = whole() else {
@@ -2377,7 +2378,7 @@ impl Engine {
         let fit = buf.len().min(len);
         // Past the buffer's end the bytes are dropped (truncation is
         // reported in the status).
-        let body = &bytes[FRAME_BYTES..FRAME_BYTES + fit];
+        let body = &rest[..fit];
         buf.fill_at(0, fit, |d| {
             crate::copy::copy(d, body);
             fit

@@ -35,6 +35,32 @@ pub enum FrameKind {
     Wrote = 7,
 }
 
+/// Bytes of a header in its short form (`shorten`).
+pub const SHORT_BYTES: usize = 16;
+
+/// The short form of an encoded header whose `len` fits 32 bits and whose
+/// `token` is 0 (an eager message's): the 16 bytes after the magic, which
+/// `lengthen` turns back into the same 32. `None` for any other bytes. A
+/// shared-memory post keeps a header this way, so that the header and a
+/// message of up to 32 bytes share one cache line (`transport::shm::ring`).
+pub fn shorten(b: &[u8]) -> Option<[u8; SHORT_BYTES]> {
+    let b: &[u8; FRAME_BYTES] = b.try_into().ok()?;
+    if b[..4] != MAGIC.to_le_bytes() || b[4 + SHORT_BYTES..].iter().any(|&x| x != 0) {
+        return None;
+    }
+    let mut short = [0u8; SHORT_BYTES];
+    short.copy_from_slice(&b[4..4 + SHORT_BYTES]);
+    Some(short)
+}
+
+/// The 32 bytes whose short form (`shorten`) is `short`.
+pub fn lengthen(short: &[u8; SHORT_BYTES]) -> [u8; FRAME_BYTES] {
+    let mut b = [0u8; FRAME_BYTES];
+    b[..4].copy_from_slice(&MAGIC.to_le_bytes());
+    b[4..4 + SHORT_BYTES].copy_from_slice(short);
+    b
+}
+
 /// Largest `Frame::aux`: it travels in 24 bits.
 pub const AUX_MAX: u32 = (1 << 24) - 1;
 
@@ -157,5 +183,32 @@ mod tests {
         let mut bad = f.encode();
         bad[12] = 9;
         assert_eq!(Frame::decode(&bad), None);
+    }
+
+    /// Eager headers (token 0, `len` under 4 GiB) have a short form that
+    /// gives the same bytes back; other headers and other bytes have none.
+    #[test]
+    fn short_forms_give_the_same_bytes_back() {
+        for (ctx, tag, len) in [
+            (0, 0, 0),
+            (7, -5, 32),
+            (u32::MAX, i32::MIN, u32::MAX as usize),
+        ] {
+            let e = Frame::eager(ctx, tag, len).encode();
+            let short = shorten(&e).expect("an eager header shortens");
+            assert_eq!(lengthen(&short), e);
+        }
+        let big = Frame::eager(1, 2, 1 << 32).encode();
+        assert_eq!(shorten(&big), None);
+        let done = Frame {
+            kind: FrameKind::Done,
+            token: 9,
+            ..Frame::eager(1, 2, 0)
+        };
+        assert_eq!(shorten(&done.encode()), None);
+        let mut bad = Frame::eager(1, 2, 3).encode();
+        bad[0] ^= 1;
+        assert_eq!(shorten(&bad), None);
+        assert_eq!(shorten(&bad[..31]), None);
     }
 }

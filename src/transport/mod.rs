@@ -7,6 +7,7 @@ pub mod frame;
 pub mod shm;
 pub mod tcp;
 
+use frame::FRAME_BYTES;
 use shm::ring::Ring;
 use std::collections::VecDeque;
 
@@ -81,21 +82,21 @@ impl Link {
         }
     }
 
-    /// The unread bytes of the shared-memory post due, to read where they
-    /// lie (`Ring::post_bytes`); `None` on other links or when the next
-    /// bytes are not in a post.
-    pub fn post_bytes(&self) -> Option<&[u8]> {
+    /// The shared-memory post due, when the next bytes are one whole
+    /// (`Ring::post_framed`): its header bytes and the rest where it lies;
+    /// `None` on other links or when the next bytes are not such a post.
+    pub fn post_framed(&self) -> Option<([u8; FRAME_BYTES], &[u8])> {
         match self {
-            Link::Shm { rx, .. } => rx.post_bytes(),
+            Link::Shm { rx, .. } => rx.post_framed(),
             _ => None,
         }
     }
 
-    /// Marks the first `n` bytes that `post_bytes` showed as read.
+    /// Marks the first `n` bytes that `post_framed` showed as read.
     pub fn consume_post(&mut self, n: usize) {
         match self {
             Link::Shm { rx, .. } => rx.consume_post(n),
-            _ => unreachable!("post_bytes shows posts of shared-memory links only"),
+            _ => unreachable!("post_framed shows posts of shared-memory links only"),
         }
     }
 
