@@ -9,7 +9,7 @@
 //! load of a line the other side has just written is a cache-line transfer.
 //!
 //! A small write that `write_both` takes whole (a header and a message of
-//! up to 1168 bytes) goes to the next free posts instead, when there are
+//! up to 2128 bytes) goes to the next free posts instead, when there are
 //! enough: a post's sequence word, length and first bytes share a line, so
 //! the consumer, watching that word, gets a small message in one line
 //! transfer (through the ring it took three: `head`, then the bytes, and
@@ -33,8 +33,9 @@ use crossbeam::utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Posts per ring, used round-robin.
-const POSTS: usize = 16;
+/// Posts per ring, used round-robin: room for three of the longest
+/// writes (`POSTS_PER_WRITE`), as 16 were for five-post writes.
+const POSTS: usize = 32;
 
 /// Bytes a post holds: its four lines less the sequence word and the
 /// stamp (a 32-byte header and 208 bytes of message in one post; the
@@ -71,12 +72,21 @@ fn saves_line(len: usize) -> bool {
 /// Bytes a short post saves.
 const SAVED: usize = FRAME_BYTES - SHORT_BYTES;
 
-/// Most posts one write may take (messages up to 1168 bytes, so 1 KiB
-/// ones fit): each post costs the consumer a look at its word, and longer
-/// writes would leave few posts to the small ones. Eight of 32 posts did
-/// no better at 1-2 KiB (1 KiB 0.289 against 0.270 us, 2 KiB 0.433
-/// against 0.440) and take twice the memory per ring.
-const POSTS_PER_WRITE: usize = 5;
+/// Most posts one write may take: messages up to 2128 bytes, so 2 KiB
+/// ones fit. Each post costs the consumer a look at its word, but the
+/// consumer copies one post while the producer writes the next, where
+/// through the ring it waits for the whole message, and the producer
+/// takes the posts' lines ahead (`Ring::take_ahead`). On a host whose
+/// line round trip took about half as long, eight of 32 posts did no
+/// better at 1-2 KiB (2 KiB 0.433 against 0.440 us); on this one (267-288
+/// ns), five of 16 / nine of 32 (with `take_ahead` for as many posts as
+/// the last write), alternated, medians of 6-8, us: 2 ranks pingpong 2
+/// KiB 0.862 / 0.536 (MPICH 0.787 in the last comparison), sendrecv 2
+/// KiB 0.943 / 0.777 (0.859), halo 2 KiB 1.413 / 1.366, 1 KiB alike; 4
+/// ranks on 2 cores pingpong 2 KiB 0.917 / 0.569, halo 2 KiB 5.41 / 4.94,
+/// sendrecv 1 KiB 1.69 / 1.46, 2 KiB 2.27 / 2.38. Each ring's posts take
+/// 8 KiB (was 4).
+const POSTS_PER_WRITE: usize = 9;
 
 /// Copies bytes `from..from + dst.len()` of `a` followed by `b` to `dst`.
 fn copy_joined(dst: &mut [u8], a: &[u8], b: &[u8], from: usize) {
@@ -363,14 +373,15 @@ impl Ring {
                 .store((k + i + 1) << 16 | n as u64, Ordering::Release);
         }
         self.posts.set(k + m);
-        self.take_ahead(k + m);
+        self.take_ahead(k + m, m);
         true
     }
 
     /// Producer: asks for the lines of the posts its next write takes from
     /// post `k` on, in a writable state (`prefetchw`): lines 1-3 of post
     /// `k` (not its first, where the consumer waits for that write) and
-    /// all of the two after it. The consumer read them `POSTS` writes ago
+    /// all of those after it, as many posts in all as the write just made
+    /// took (`m`; at least three). The consumer read them `POSTS` posts ago
     /// and still holds them, and each store to one waited for its copy to
     /// be taken back, in the write itself, and before the post's word could
     /// follow. Alternated runs, medians of 8, us, before / after: 2 ranks
@@ -382,7 +393,7 @@ impl Ring {
     /// one line read alike. Doing the same for the ring bytes past `head`
     /// (messages of 2 KiB and more) gained 2-4% on pingpong and halo and
     /// lost as much on sendrecv; not done.
-    fn take_ahead(&self, k: u64) {
+    fn take_ahead(&self, k: u64, m: u64) {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         {
             let posts = &self.ctrl().posts;
@@ -398,11 +409,12 @@ impl Ring {
                 }
             };
             own(0, 1);
-            own(1, 0);
-            own(2, 0);
+            for j in 1..m.max(3) {
+                own(j, 0);
+            }
         }
         #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-        let _ = k;
+        let _ = (k, m);
     }
 
     /// Producer: whether the next `m` posts are free, loading `freed` again
@@ -446,7 +458,7 @@ impl Ring {
         post.word
             .store((k + 1) << 16 | flag | len as u64, Ordering::Release);
         self.posts.set(k + 1);
-        self.take_ahead(k + 1);
+        self.take_ahead(k + 1, 1);
         true
     }
 
