@@ -287,7 +287,7 @@ impl Ring {
     /// comparison: pingpong 0.321 and 0.529, sendrecv 0.171-0.494, halo
     /// 0.525 and 1.175); 4 ranks on 2 cores pingpong 128 B 0.345 / 0.265,
     /// 512 B 0.421 / 0.344, halo 128 B 2.72 / 2.45. Messages in one line,
-    /// or past the posts (2 KiB), read alike.
+    /// or through the ring (then from 1169 bytes), read alike.
     fn ask_ahead(&self, k: u64, word: u64) {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         {
