@@ -801,21 +801,8 @@ impl Engine {
         self.isend_as(dst, ctx, tag, buf, op, SendKind::Plain)
     }
 
-    /// `isend` of a send whose caller waits in the same call for a receive
-    /// (`SendKind::Paired`).
-    pub fn isend_paired(
-        &mut self,
-        dst: usize,
-        ctx: u32,
-        tag: i32,
-        buf: RawBuf,
-        op: &'static str,
-    ) -> Result<ReqId> {
-        self.isend_as(dst, ctx, tag, buf, op, SendKind::Paired)
-    }
-
     /// `isend` of a send of `kind`.
-    fn isend_as(
+    pub fn isend_as(
         &mut self,
         dst: usize,
         ctx: u32,
@@ -879,24 +866,22 @@ impl Engine {
     /// Sends a message that needs no request, at once: eager (shared-memory
     /// messages from the rendezvous size wait for their receive), nothing
     /// queued to `dst` before it (messages keep their order), and the link
-    /// takes header and data together now. `paired`: the caller waits for a
-    /// receive in the same call (`SendKind::Paired`). `Ok(false)`: nothing
-    /// was done, and `isend` (or `isend_paired`) must take the message.
+    /// takes header and data together now; a send of `kind`, never a rooted
+    /// one. `Ok(false)`: nothing was done, and `isend_as` must take the
+    /// message.
     pub fn send_now(
         &mut self,
         dst: usize,
         ctx: u32,
         tag: i32,
         data: &[u8],
-        paired: bool,
+        kind: SendKind,
     ) -> Result<bool> {
         self.check()?;
-        let kind = if paired {
-            SendKind::Paired
-        } else {
-            SendKind::Plain
-        };
-        if self.announces(dst, data.len(), kind) || !self.sendq[dst].is_empty() {
+        if kind == SendKind::Rooted
+            || self.announces(dst, data.len(), kind)
+            || !self.sendq[dst].is_empty()
+        {
             return Ok(false);
         }
         let link = &mut self.links[dst];
@@ -2871,12 +2856,15 @@ mod tests {
         let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
         for crowded in [false, true] {
             tx.crowded = crowded;
-            let paired = tx.isend_paired(1, 7, 1, raw, "send").unwrap();
+            let paired = tx.isend_as(1, 7, 1, raw, "send", SendKind::Paired).unwrap();
             let plain = tx.isend(1, 7, 1, raw, "send").unwrap();
             assert_eq!(tx.is_done(paired), crowded, "crowded {crowded}");
             assert!(!tx.is_done(plain), "crowded {crowded}");
-            assert_eq!(tx.send_now(1, 7, 1, &data, true).unwrap(), crowded);
-            assert!(!tx.send_now(1, 7, 1, &data, false).unwrap());
+            assert_eq!(
+                tx.send_now(1, 7, 1, &data, SendKind::Paired).unwrap(),
+                crowded
+            );
+            assert!(!tx.send_now(1, 7, 1, &data, SendKind::Plain).unwrap());
         }
         drop(tx);
     }
@@ -3066,12 +3054,12 @@ mod tests {
         // Rank 2's message arrives: only rank 1 counts now, paused or not.
         seg.on_cpu(2).store(other | PAUSED, Ordering::Relaxed);
         let mut e2 = Engine::over_shm(2, seg.clone());
-        assert!(e2.send_now(0, 7, 1, &[5; 8], false).unwrap());
+        assert!(e2.send_now(0, 7, 1, &[5; 8], SendKind::Plain).unwrap());
         e.wait(ids[1], "t").unwrap();
         assert!(elsewhere(&e) && !off_cores(&e));
         assert!(!e.all_awaited(Awaited::Nobody, |_| true));
         let mut e1 = Engine::over_shm(1, seg.clone());
-        assert!(e1.send_now(0, 7, 1, &[6; 8], false).unwrap());
+        assert!(e1.send_now(0, 7, 1, &[6; 8], SendKind::Plain).unwrap());
         e.wait(ids[0], "t").unwrap();
         assert!(!elsewhere(&e), "no pending peer left to poll for");
         assert_eq!(bufs, [[6; 8], [5; 8]]);
@@ -3311,9 +3299,11 @@ mod tests {
         let mut e = Engine::over_shm(0, seg);
         e.rndv_min = usize::MAX;
         let mut data: Vec<u8> = (0..40_000u32).map(|i| i as u8).collect();
-        assert!(e.send_now(1, 7, 1, &data[..1000], false).unwrap());
+        assert!(e.send_now(1, 7, 1, &data[..1000], SendKind::Plain).unwrap());
         assert_eq!(e.far.recorded, 0, "short messages are not timed");
-        assert!(e.send_now(1, 7, 1, &data[..20_000], false).unwrap());
+        assert!(e
+            .send_now(1, 7, 1, &data[..20_000], SendKind::Plain)
+            .unwrap());
         assert_eq!(e.far.recorded, FRAME_BYTES + 20_000);
         // SAFETY: `data` outlives the request, completed before it is freed.
         let raw = unsafe { RawBuf::new(data.as_mut_ptr(), 40_000) };

@@ -27,7 +27,7 @@ use crate::coll::back_to_back;
 use crate::coll::{self, Ctx};
 use crate::comm::{
     buffer::RawBuf,
-    engine::{Engine, Match, Status},
+    engine::{Engine, Match, SendKind, Status},
     Comm,
 };
 use crate::error::Result;
@@ -379,7 +379,7 @@ pub fn send(
         let data = unsafe { ptr::bytes(buf, bytes) };
         // Not sent at once: decline, and the general path posts it.
         l.eng
-            .send_now(to, ctx, tag, data, false)
+            .send_now(to, ctx, tag, data, SendKind::Plain)
             .map(|sent| sent.then_some(()))
             .transpose()
     })
@@ -471,7 +471,7 @@ pub fn sendrecv(
         let (to, from, ctx) = (member(&l, dest)?, member(&l, source)?, l.comm.p2p_ctx());
         // SAFETY: non-null, sized by count and type (MPI contract), apart.
         let (out, into) = unsafe { (ptr::bytes(sbuf, sbytes), ptr::bytes_mut(rbuf, rbytes)) };
-        match l.eng.send_now(to, ctx, stag, out, true) {
+        match l.eng.send_now(to, ctx, stag, out, SendKind::Paired) {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => return Some(Err(e)),
@@ -527,7 +527,7 @@ pub fn isend(
         let (to, ctx) = (member(&l, dest)?, l.comm.p2p_ctx());
         // SAFETY: non-null, count elements of dt (MPI contract).
         let data = unsafe { ptr::bytes(buf, bytes) };
-        match l.eng.send_now(to, ctx, tag, data, false) {
+        match l.eng.send_now(to, ctx, tag, data, SendKind::Plain) {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => return Some(Err(e)),

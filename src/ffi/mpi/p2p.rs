@@ -6,7 +6,7 @@ use super::errors::{MpiErr, MpiResult};
 use super::ptr;
 use super::state::{call, ReqEntry, Runtime, StatusSource};
 use crate::comm::buffer::RawBuf;
-use crate::comm::engine::{Match, ReqId, Status};
+use crate::comm::engine::{Match, ReqId, SendKind, Status};
 use std::os::raw::{c_int, c_void};
 
 /// A peer argument after checking.
@@ -97,14 +97,10 @@ impl Runtime {
         Ok(SendPlan { to, raw, comm })
     }
 
-    /// Posts planned send `p`; `paired`: its caller waits for a receive in
-    /// the same call (`SendKind::Paired`).
-    fn start_send(&mut self, p: SendPlan, op: &'static str, paired: bool) -> MpiResult<ReqEntry> {
+    /// Posts planned send `p`, a send of `kind`.
+    fn start_send(&mut self, p: SendPlan, op: &'static str, kind: SendKind) -> MpiResult<ReqEntry> {
         let id = match p.to {
-            Some((dst, ctx, tag)) if paired => {
-                Some(self.eng.isend_paired(dst, ctx, tag, p.raw, op)?)
-            }
-            Some((dst, ctx, tag)) => Some(self.eng.isend(dst, ctx, tag, p.raw, op)?),
+            Some((dst, ctx, tag)) => Some(self.eng.isend_as(dst, ctx, tag, p.raw, op, kind)?),
             None => None,
         };
         Ok(ReqEntry {
@@ -126,7 +122,7 @@ impl Runtime {
         op: &'static str,
     ) -> MpiResult<ReqEntry> {
         let plan = self.plan_send(buf, count, dt, dest, tag, comm)?;
-        self.start_send(plan, op, false)
+        self.start_send(plan, op, SendKind::Plain)
     }
 
     fn post_recv(
@@ -419,7 +415,7 @@ pub extern "C" fn PMPI_Sendrecv(
         let rbytes = rt.type_info(recvtype)?.bytes(recvcount)?;
         ptr::check_disjoint(sendbuf, plan.raw.len(), recvbuf, rbytes)?;
         let r = rt.post_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-        let s = rt.start_send(plan, "MPI_Sendrecv", true)?;
+        let s = rt.start_send(plan, "MPI_Sendrecv", SendKind::Paired)?;
         let st = rt.finish(r, "MPI_Sendrecv")?;
         rt.finish(s, "MPI_Sendrecv")?;
         ptr::put_status(status, st)?;
