@@ -378,14 +378,29 @@ pub fn scatterv(
 }
 
 /// Bytes of a block a rank reads and folds at a time: the piece of the
-/// result stays in cache between the reads and the folds. 2-rank reduce,
-/// us, 64 KiB / 256 KiB / whole blocks: 512 KiB 26.1 / 24.9 / 25.1, 1 MiB
-/// 57.7 / 57.4 / 61.2; 4 ranks on 2 cores 1 MiB 203 / 232.
-const REDUCE_PIECE: usize = 64 << 10;
+/// result stays in cache between the reads and the folds, and each piece
+/// costs two system calls per peer. Alternated, medians of 6, us, pieces
+/// of 64 KiB / 256 KiB / 512 KiB: 2-rank allreduce 512 KiB 29.1 / 24.1 /
+/// 24.4, 2 MiB 214 / 195 / 197, 8 MiB 904 / 822 / 828; 2-rank reduce 2
+/// MiB 191 / 180 / 176, 8 MiB 906 / 863 / 857 (2 MiB of L2 per core). An
+/// earlier host: 2-rank reduce 512 KiB 26.1 / 24.9, 1 MiB 57.7 / 57.4.
+const REDUCE_PIECE: usize = 256 << 10;
 
-/// `REDUCE_PIECE` in whole elements.
-fn piece_of(red: &Reducer) -> usize {
-    (REDUCE_PIECE / red.extent.max(1)).max(1) * red.extent.max(1)
+/// `REDUCE_PIECE` where ranks outnumber cores: two ranks share a core's
+/// cache by turns. 4 ranks on 2 cores, medians of 8, us, 64 KiB / 256 KiB
+/// / 1 MiB: reduce 512 KiB 81 / 88, 2 MiB 451 / 468, 8 MiB 1773 / 1764;
+/// allreduce 2 MiB 633 / 609 / 627, 8 MiB 2887 / 2809 / 3302.
+const CROWDED_PIECE: usize = 64 << 10;
+
+/// The piece (`REDUCE_PIECE` or `CROWDED_PIECE`) in whole elements.
+fn piece_of(c: &Ctx, red: &Reducer) -> usize {
+    let bytes = if c.eng.crowded() {
+        CROWDED_PIECE
+    } else {
+        REDUCE_PIECE
+    };
+    let extent = red.extent.max(1);
+    (bytes / extent).max(1) * extent
 }
 
 /// Reduce of every rank's `send` (or, on the root in place, `out`) into
@@ -478,7 +493,7 @@ fn folded(
         // In place: the first piece is folded aside, so every rank has
         // read from every peer before anyone writes; the rest in place.
         let out = out.expect("an allreduce has a result everywhere");
-        let first = piece_of(red).min(l);
+        let first = piece_of(c, red).min(l);
         let mut aside = c.scratch(first);
         let probe = Some(&mut aside[..]);
         ok = ok
@@ -562,7 +577,7 @@ fn fold_block(
         (true, true) => (0..n).map(|i| (me + i) % n).collect(),
         (false, _) => (0..n).rev().collect(),
     };
-    let piece = piece_of(red).min(l);
+    let piece = piece_of(c, red).min(l);
     let need = |yes: bool| if yes { piece } else { 0 };
     // Scratch for the result (without `dest`), for a peer's piece folded
     // into another's, and for this rank's piece copied aside.
