@@ -2,6 +2,7 @@
 //! slots, futex doorbells and the far state of the host's cores. The only module besides `ffi/` that touches raw memory.
 
 pub mod cma;
+pub mod demote;
 pub mod far;
 pub mod futex;
 pub mod ring;

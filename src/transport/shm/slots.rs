@@ -6,6 +6,7 @@
 //! of a message per pair through the rings. The protocol lives in
 //! `coll::slots`; this module only lays the memory out.
 
+use super::demote;
 use std::sync::atomic::AtomicU64;
 
 /// Areas per rank: at most this many multi-rank communicators that share a
@@ -96,6 +97,18 @@ impl Area {
     /// (x86-64 `prefetcht0`; nothing elsewhere).
     pub fn prefetch_read(&self, index: usize, len: usize) {
         self.prefetch(index, FAR_OFFSET + len, false);
+    }
+
+    /// Hands slot `index % DEPTH`'s lines that `len` bytes of data (`far`
+    /// or not) reach to the shared cache (`demote::lines`), when they are
+    /// at most `PREFETCH_LINES` in all: from the flag's line, or
+    /// (`data_only`) from the next one.
+    pub fn demote(&self, index: usize, far: bool, len: usize, data_only: bool) {
+        let lines = (start(far) + len).div_ceil(64);
+        if lines <= PREFETCH_LINES {
+            let skip = usize::from(data_only).min(lines);
+            demote::lines(self.slot(index).wrapping_add(64 * skip), lines - skip);
+        }
     }
 
     /// Prefetches the lines of slot `index % DEPTH` that its first `bytes`
