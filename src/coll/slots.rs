@@ -726,8 +726,10 @@ pub fn reduce(
 /// slots' lines went to the shared cache, see `write`); in place, from the
 /// slot / a copy: 8 B 0.223 / 0.178, 128 B 0.395 / 0.227, 8 KiB 2.33 / 1.84.
 /// Where ranks outnumber cores it still reads its slot, which there was
-/// faster: 4 ranks on 2 cores, medians of 8 runs of 15 batches, us, slot /
-/// input: 8 B 1.147 / 1.321, 128 B 1.280 / 1.419.
+/// faster, most likely because the rank sharing its core reads the part
+/// next and then finds the lines on this core again: 4 ranks on 2 cores,
+/// medians of 8 runs of 15 batches, us, slot / input: 8 B 1.147 / 1.321,
+/// 128 B 1.280 / 1.419.
 pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, out: &mut [u8], red: &Reducer) -> Result<()> {
     if send.is_some_and(|s| s.len() != out.len()) {
         return Err(Error::InvalidArg(
