@@ -24,7 +24,7 @@ use super::{
 };
 use crate::copy::copy;
 use crate::error::{Error, Result};
-use crate::transport::shm::slots::{Area, DEPTH, NEAR_BYTES, SLOT_DATA};
+use crate::transport::shm::slots::{Area, Push, DEPTH, NEAR_BYTES, SLOT_DATA};
 use crate::transport::shm::Segment;
 use std::sync::atomic::{
     fence, Ordering::Acquire, Ordering::Relaxed, Ordering::Release, Ordering::SeqCst,
@@ -295,6 +295,36 @@ pub(super) fn publish(
     Ok(())
 }
 
+/// `publish` of a part that `fill` writes whole and that readers copy out
+/// (allgather, all-to-all), which is then demoted in bulk too where ranks
+/// do not outnumber cores (`Push::Bulk`, see `write`).
+pub(super) fn publish_whole(
+    c: &mut Ctx,
+    call: &Call,
+    len: usize,
+    place: Place,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<()> {
+    let push = if c.eng.crowded() {
+        Push::Data
+    } else {
+        Push::Bulk
+    };
+    write(
+        c,
+        call,
+        len,
+        false,
+        place.far(len),
+        1,
+        push,
+        DEPTH as u64,
+        fill,
+    )?;
+    ring_peers(c, call, true);
+    Ok(())
+}
+
 /// `publish` without waking peers, for a writer that calls `finish` next
 /// (which wakes them): the writers of rooted calls, which run ahead of
 /// their readers.
@@ -361,16 +391,6 @@ fn publish_paced(
     )
 }
 
-/// Which lines of its slot a writer hands to the shared cache once its
-/// flag is up (see `write`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Push {
-    /// The flag's line and the data's.
-    Whole,
-    /// The data's lines after the flag's.
-    Data,
-}
-
 /// Fills this rank's slot for `call` and raises its flag, then takes the
 /// line of the slot `ahead` calls on for writing (`Area::prefetch_write`):
 /// its readers still hold it from `DEPTH` calls ago, and a store to it
@@ -421,7 +441,9 @@ enum Push {
 /// share the writer's core, medians of 6 runs of 15 batches: allreduce 128
 /// B 1.673 / 1.636, allgather 512 B (128 B a rank) 1.517 / 1.583, alltoall
 /// 512 B 1.847 / 1.769; the other sizes push nothing (one line, or more
-/// than `PREFETCH_LINES`).
+/// than `PREFETCH_LINES`). An allgather's or all-to-all's part of 4-8 KiB,
+/// copied out whole by its readers, is pushed whole too (`Push::Bulk`,
+/// `publish_whole`).
 ///
 /// `lead`: the most calls this writer may run ahead of its readers
 /// (`DEPTH`, or fewer for a paced writer, see `PACED_LEAD`).
@@ -484,10 +506,7 @@ fn write(
     }
     mine.flag(call.index())
         .store(call.f << 1 | u64::from(big), Release);
-    match push {
-        Push::Whole => mine.demote(call.index(), far, len, false),
-        Push::Data => mine.demote(call.index(), far, len, true),
-    }
+    mine.demote(call.index(), far, len, push);
     mine.prefetch_write(call.index() + ahead, far, len);
     Ok(())
 }
@@ -819,7 +838,7 @@ pub fn allgatherv(
     let call = begin(c)?;
     let own = block(recv, blocks[me]);
     let mut fill = Fill::sampled(c, own.len());
-    publish(c, &call, own.len(), false, Place::Shared, |d| {
+    publish_whole(c, &call, own.len(), Place::Shared, |d| {
         fill.copy(d, own);
         Ok(())
     })?;
@@ -1165,17 +1184,15 @@ pub fn alltoallv(
     let big = total > SLOT_DATA;
     let call = begin(c)?;
     let mut fill = Fill::sampled(c, if big { 0 } else { total - 16 * n });
-    publish(
-        c,
-        &call,
-        if big { 0 } else { total },
-        big,
-        Place::Near,
-        |d| {
-            write_table(d, send, Blocks::Listed(sblocks), me, &mut fill);
-            Ok(())
-        },
-    )?;
+    let table = |d: &mut [u8]| {
+        write_table(d, send, Blocks::Listed(sblocks), me, &mut fill);
+        Ok(())
+    };
+    if big {
+        publish(c, &call, 0, true, Place::Near, table)?;
+    } else {
+        publish_whole(c, &call, total, Place::Near, table)?;
+    }
     fill.done(c);
     let mut from_msgs = Vec::new();
     let mut bad = None;

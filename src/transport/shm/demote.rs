@@ -7,13 +7,14 @@
 //! then asks this core for it: on this host (a 2-core guest of an Intel
 //! Xeon with a 480 MiB shared cache) that transfer took about 130 ns each
 //! way. Demoted right after the write, the line waits in the shared cache
-//! for the reader. Only small writes gain: demoting more than a few lines
+//! for the reader. Mostly small writes gain: demoting more than a few lines
 //! slowed the writer more than it saved the reader (2 ranks, bcast 512 B
 //! 0.115 -> 0.168 us, gather 1 KiB 0.139 -> 0.220, demoting up to 17 lines
-//! instead of 4). A line demoted and then read by its own core comes back
+//! instead of 4), except an allgather's or all-to-all's parts of 4-8 KiB
+//! (`slots::BULK_LINES`). A line demoted and then read by its own core comes back
 //! from the shared cache as well, so a writer must not read its own part
 //! again (see `coll::slots::allreduce`). The figures are at the callers:
-//! `ring::DEMOTE_POSTS` and `coll::slots::write`.
+//! `ring::DEMOTE_POSTS`, `slots::BULK_LINES` and `coll::slots::write`.
 
 /// Demotes `n` lines from `at` (64-byte aligned) to the shared cache: x86-64
 /// `cldemote`, which runs as a no-op on processors without it (it is

@@ -44,6 +44,35 @@ pub const NEAR_BYTES: usize = 64 - NEAR_OFFSET;
 const FAR_OFFSET: usize = 64;
 /// Most lines of a slot `Area::prefetch_write` asks for.
 const PREFETCH_LINES: usize = 4;
+/// Lines of a slot (the flag's among them) for which a `Push::Bulk` part
+/// is demoted whole: parts of 4-8 KiB. Alternated 2-rank runs, medians of
+/// 4-6 runs of 15 batches, us, without / with: allgather 8 KiB (4 KiB a
+/// rank) 1.200-1.218 / 1.044-1.060, 16 KiB 1.792-1.802 / 1.611-1.644;
+/// alltoall 8 KiB 1.185 / 1.056-1.080, 16 KiB 1.80-1.83 / 1.72-1.74. With
+/// 16 KiB parts (257 lines, through the slots where reads are off): allgather
+/// 32 KiB 3.00 / 3.31, alltoall 32 KiB 3.31 / 3.75; with 17-33 lines:
+/// allgather 2 KiB 0.514 / 0.522-0.529, 4 KiB 0.714 / 0.830; an allreduce's
+/// part, folded rather than copied, lost from 129 lines (8 KiB 1.62 / 1.71
+/// with reads off, 16 KiB 2.54 / 3.03). Where ranks outnumber cores every
+/// bulk push lost (4 ranks, allgather 64 KiB 8.4 / 12.5, allreduce 16 KiB
+/// 8.8 / 12.2), so `coll::slots::publish_whole` asks for it only elsewhere.
+const BULK_LINES: std::ops::RangeInclusive<usize> = 65..=129;
+
+/// Which of a freshly written slot's lines `Area::demote` hands to the
+/// shared cache.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Push {
+    /// The flag's line and the data's, when they are at most
+    /// `PREFETCH_LINES`.
+    Whole,
+    /// The data's lines after the flag's, when all are at most
+    /// `PREFETCH_LINES`.
+    Data,
+    /// As `Data`, and also when they are `BULK_LINES`: for a part written
+    /// whole, which its readers copy out.
+    Bulk,
+}
+
 /// A flag line, then room for `SLOT_DATA` bytes from `FAR_OFFSET`.
 const SLOT_BYTES: usize = FAR_OFFSET + SLOT_DATA;
 /// The `done` line, then the slots.
@@ -100,15 +129,20 @@ impl Area {
     }
 
     /// Hands slot `index % DEPTH`'s lines that `len` bytes of data (`far`
-    /// or not) reach to the shared cache (`demote::lines`), when they are
-    /// at most `PREFETCH_LINES` in all: from the flag's line, or
-    /// (`data_only`) from the next one.
-    pub fn demote(&self, index: usize, far: bool, len: usize, data_only: bool) {
+    /// or not) reach to the shared cache (`demote::lines`), as `push`
+    /// says.
+    pub fn demote(&self, index: usize, far: bool, len: usize, push: Push) {
         let lines = (start(far) + len).div_ceil(64);
-        if lines <= PREFETCH_LINES {
-            let skip = usize::from(data_only).min(lines);
-            demote::lines(self.slot(index).wrapping_add(64 * skip), lines - skip);
-        }
+        let skip = match push {
+            Push::Whole if lines <= PREFETCH_LINES => 0,
+            Push::Data if lines <= PREFETCH_LINES => 1,
+            Push::Bulk if lines <= PREFETCH_LINES || BULK_LINES.contains(&lines) => 1,
+            _ => return,
+        };
+        demote::lines(
+            self.slot(index).wrapping_add(64 * skip),
+            lines.saturating_sub(skip),
+        );
     }
 
     /// Prefetches the lines of slot `index % DEPTH` that its first `bytes`
