@@ -51,7 +51,7 @@ const PREFETCH_LINES: usize = 4;
 /// alltoall 8 KiB 1.185 / 1.056-1.080, 16 KiB 1.80-1.83 / 1.72-1.74. With
 /// 16 KiB parts (257 lines, through the slots where reads are off): allgather
 /// 32 KiB 3.00 / 3.31, alltoall 32 KiB 3.31 / 3.75; with 17-33 lines:
-/// allgather 2 KiB 0.514 / 0.522-0.529, 4 KiB 0.714 / 0.830; an allreduce's
+/// allgather 2 KiB 0.540 / 0.671, 4 KiB 0.714 / 0.830; an allreduce's
 /// part, folded rather than copied, lost from 129 lines (8 KiB 1.62 / 1.71
 /// with reads off, 16 KiB 2.54 / 3.03). Where ranks outnumber cores every
 /// bulk push lost (4 ranks, allgather 64 KiB 8.4 / 12.5, allreduce 16 KiB
