@@ -280,19 +280,7 @@ pub(super) fn publish(
     place: Place,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    write(
-        c,
-        call,
-        len,
-        big,
-        place.far(len),
-        1,
-        Push::Data,
-        DEPTH as u64,
-        fill,
-    )?;
-    ring_peers(c, call, true);
-    Ok(())
+    publish_pushed(c, call, len, big, place, Push::Data, fill)
 }
 
 /// `publish` of a part that `fill` writes whole and that readers copy out
@@ -310,11 +298,24 @@ pub(super) fn publish_whole(
     } else {
         Push::Bulk
     };
+    publish_pushed(c, call, len, false, place, push, fill)
+}
+
+/// `publish`, demoting the slot's lines as `push` says.
+fn publish_pushed(
+    c: &mut Ctx,
+    call: &Call,
+    len: usize,
+    big: bool,
+    place: Place,
+    push: Push,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<()> {
     write(
         c,
         call,
         len,
-        false,
+        big,
         place.far(len),
         1,
         push,
