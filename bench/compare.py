@@ -168,6 +168,32 @@ def algbw(nbytes, us):
     return nbytes / (us * 1e-6) / 1e9
 
 
+def switch_floor(meta_text, ranks, stats):
+    """The floor of a small collective where ranks outnumber cores, from the
+    core switches floor.c measured before each round (None without them).
+    Every rank must run between two calls of its own: in one turn on its
+    core a rank finishes the call its core-mates already reached and then,
+    at most, the next one (its mates reach the one after only once they run
+    again). So each core runs each of its k ranks at least once per two
+    calls: k/2 switches per call."""
+    cores = re.search(r"(\d+) cores", meta_text)
+    switches = [int(m) for m in re.findall(r"core switch (\d+) ns", meta_text)]
+    if not cores or not switches or not stats or ranks <= int(cores.group(1)):
+        return None
+    per_call = -(-ranks // int(cores.group(1))) / 2
+    ns = statistics.median(switches)
+    seen = []
+    for op, nbytes, lib in (("barrier", 0, "ferrocoll"), ("allreduce", 8, "ferrocoll"),
+                            ("allreduce", 8, "openmpi")):
+        cell = stats.get((op, nbytes))
+        if cell and cell[lib]:
+            seen.append(f"{lib} {op}{'' if op == 'barrier' else ' 8 B'} {cell[lib][0]:.3f} us")
+    return (f"FLOOR {ranks} ranks on {cores.group(1)} cores: a collective call costs each core"
+            f" at least {per_call:g} switch(es), {per_call * ns / 1e3:.2f} us at {ns:.0f} ns"
+            f" (floor.c's core switch, median of {len(switches)} rounds)"
+            + (f"; here {', '.join(seen)}" if seen else ""))
+
+
 def print_perf_verdicts(all_stats, why):
     """The shared-memory performance issue's targets. A bandwidth factor f
     over a peer is a time ratio of at most 1/f (same bytes, same formula)."""
@@ -325,6 +351,9 @@ def main():
                       all_stats.get(4), lambda op, b: True, ["openmpi"], 1.0, why(4)))
 
         print_perf_verdicts(all_stats, why)
+        floor = switch_floor(meta.read_text() if meta.exists() else "", 4, all_stats.get(4))
+        if floor:
+            print(floor)
     plot(all_stats, results / "busbw.png")
 
     bad, checked = [], 0

@@ -14,9 +14,16 @@
  * one cache line between the two processes (each spins on the other's line,
  * median of 5 batches): the floor of every small-message latency, and the
  * figure that moves most when the host places the two vCPUs far apart
- * (110-130 ns usually here, over 500 ns at times).
+ * (110-130 ns usually here, over 500 ns at times). And the cost of one core
+ * switch: two processes bound to one CPU hand it to each other with
+ * sched_yield (median of 5 batches). Where ranks outnumber cores this sets
+ * the floor of every small collective: in one turn on its core a rank can
+ * finish the call its core-mates already reached and then at most the next
+ * (they reach the one after only once they run again), so with 4 ranks on 2
+ * cores each core switches at least once per call (compare.py's FLOOR line).
  * Usage: floor (no arguments). */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +149,49 @@ static double line_round_trip_ns(int TRIPS) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? times[BATCHES / 2] : -1;
 }
 
+/* Nanoseconds per hand-over of one CPU between two processes bound to it,
+ * each yielding until the other has taken its turn, median of 5 batches of
+ * `turns` turns each; -1 on failure. */
+static double core_switch_ns(int turns) {
+  enum { BATCHES = 5 };
+  cpu_set_t allowed, one;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
+  int cpu = -1;
+  for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+    if (CPU_ISSET(c, &allowed)) cpu = c;
+  if (cpu < 0) return -1;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  volatile int64_t *turn = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (turn == MAP_FAILED) return -1;
+  *turn = 0;
+  if (sched_setaffinity(0, sizeof one, &one) != 0) return -1;
+  pid_t child = fork();
+  if (child < 0) {
+    sched_setaffinity(0, sizeof allowed, &allowed);
+    return -1;
+  }
+  /* The parent takes the even turns, the child the odd ones. */
+  int64_t i = child == 0;
+  double times[BATCHES];
+  for (int b = 0; b < BATCHES; b++) {
+    double t = now();
+    for (int k = 0; k < turns; k++, i += 2) {
+      while (__atomic_load_n(turn, __ATOMIC_ACQUIRE) != i) sched_yield();
+      __atomic_store_n(turn, i + 1, __ATOMIC_RELEASE);
+    }
+    times[b] = (now() - t) / (2.0 * turns) * 1e9;
+  }
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  sched_setaffinity(0, sizeof allowed, &allowed);
+  munmap((void *)turn, 4096);
+  qsort(times, BATCHES, sizeof(double), cmp);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? times[BATCHES / 2] : -1;
+}
+
 static double memcpy_us(size_t len) {
   char *a = malloc(len), *b = malloc(len);
   if (!a || !b) return -1;
@@ -172,12 +222,14 @@ int main(int argc, char **argv) {
   const size_t mib = 1024 * 1024;
   double m8 = memcpy_us(8 * mib), s8 = stream_us(8 * mib), s32 = stream_us(32 * mib);
   double rt = line_round_trip_ns(100000);
-  if (m8 < 0 || s8 < 0 || s32 < 0 || rt < 0) {
+  double sw = core_switch_ns(20000);
+  if (m8 < 0 || s8 < 0 || s32 < 0 || rt < 0 || sw < 0) {
     fprintf(stderr, "floor: probe failed\n");
     return 1;
   }
   printf("memcpy 8 MiB %.0f us (%.1f GB/s); two-process stream 8 MiB %.0f us "
-         "(%.1f GB/s), 32 MiB %.0f us (%.1f GB/s); cache-line round trip %.0f ns\n",
-         m8, 8 * mib / m8 / 1e3, s8, 8 * mib / s8 / 1e3, s32, 32 * mib / s32 / 1e3, rt);
+         "(%.1f GB/s), 32 MiB %.0f us (%.1f GB/s); cache-line round trip %.0f ns; "
+         "core switch %.0f ns\n",
+         m8, 8 * mib / m8 / 1e3, s8, 8 * mib / s8 / 1e3, s32, 32 * mib / s32 / 1e3, rt, sw);
   return 0;
 }
