@@ -766,6 +766,17 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, out: &mut [u8], red: &Reducer
     fill.done(c);
     wait_exchange(c, &call)?;
     let far = Place::Shared.far(out.len());
+    if !c.eng.crowded() {
+        // Every peer's part is there: ask for all their lines at once, so
+        // that the fold does not meet them one part at a time (a hint, for
+        // parts of two to `PREFETCH_LINES` lines). 2 ranks, alternated,
+        // medians of 10, us, without / with: 64 B 0.189 / 0.183, 128 B
+        // 0.212 / 0.185; 4 ranks on 2 cores read alike or slower (128 B
+        // 1.59 / 1.68), so not there.
+        for p in (0..c.size()).filter(|&p| p != c.rank()) {
+            call.area(c, p).prefetch_rest(call.index(), input.len());
+        }
+    }
     match send {
         _ if c.eng.crowded() => fold_with_own(c, &call, far, 0, out, red, None),
         Some(own) => fold_with_own(c, &call, far, 0, out, red, Some(own)),

@@ -128,6 +128,15 @@ impl Area {
         self.prefetch(index, FAR_OFFSET + len, false);
     }
 
+    /// `prefetch_read` for a reader that holds the flag's line already:
+    /// only where `len` bytes of data reach past it and the lines are at
+    /// most `PREFETCH_LINES` in all; nothing otherwise.
+    pub fn prefetch_rest(&self, index: usize, len: usize) {
+        if (2..=PREFETCH_LINES).contains(&(FAR_OFFSET + len).div_ceil(64)) {
+            self.prefetch(index, FAR_OFFSET + len, false);
+        }
+    }
+
     /// Hands slot `index % DEPTH`'s lines that `len` bytes of data (`far`
     /// or not) reach to the shared cache (`demote::lines`), as `push`
     /// says.
