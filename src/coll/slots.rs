@@ -901,17 +901,7 @@ const UNIFORM_HEAD: usize = 8;
 /// line.
 fn write_uniform(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize, fill: &mut Fill) {
     put_u64(d, 0, blocks.get(0).1 | UNIFORM);
-    // Blocks back to back in `send` go in one copy, as in `write_table`.
-    let mut run = (0, UNIFORM_HEAD, 0);
-    for p in (0..blocks.count()).filter(|&p| p != skip) {
-        let (o, l) = blocks.get(p);
-        if run.0 + run.2 != o {
-            copy_run(d, send, run, fill);
-            run = (o, run.1 + run.2, 0);
-        }
-        run.2 += l;
-    }
-    copy_run(d, send, run, fill);
+    copy_blocks(d, send, blocks, skip, UNIFORM_HEAD, fill);
 }
 
 /// Where this rank's block lies in writer `p`'s part of an all-to-all or
@@ -967,22 +957,30 @@ fn write_table(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize, fill: &mu
         copy_run(d, send, (after, base + skip * len, n * len - after), fill);
         return;
     }
-    let mut off = 16 * blocks.count();
-    // The run being gathered: (start in `send`, start in `d`, length).
-    let mut run = (0, off, 0);
-    for p in 0..blocks.count() {
-        if p == skip {
-            continue;
-        }
-        let (o, l) = blocks.get(p);
+    let base = 16 * blocks.count();
+    let mut off = base;
+    for p in (0..blocks.count()).filter(|&p| p != skip) {
+        let l = blocks.get(p).1;
         put_u64(d, 16 * p, off);
         put_u64(d, 16 * p + 8, l);
+        off += l;
+    }
+    copy_blocks(d, send, blocks, skip, base, fill);
+}
+
+/// Copies the `blocks` of `send` but `skip`'s into `d` from `at`, one after
+/// the other in rank order; blocks that lie back to back in `send` go in
+/// one copy (for small blocks each copy costs more than its bytes).
+fn copy_blocks(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize, at: usize, fill: &mut Fill) {
+    // The run being gathered: (start in `send`, start in `d`, length).
+    let mut run = (0, at, 0);
+    for p in (0..blocks.count()).filter(|&p| p != skip) {
+        let (o, l) = blocks.get(p);
         if run.0 + run.2 != o {
             copy_run(d, send, run, fill);
-            run = (o, off, 0);
+            run = (o, run.1 + run.2, 0);
         }
         run.2 += l;
-        off += l;
     }
     copy_run(d, send, run, fill);
 }

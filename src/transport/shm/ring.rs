@@ -127,6 +127,15 @@ struct Post {
     bytes: UnsafeCell<[u8; POST_BYTES]>,
 }
 
+impl Post {
+    /// Hands the lines that its word, stamp and first `len` bytes take to
+    /// the shared cache (`demote`), once written.
+    fn demote(&self, len: usize) {
+        let lines = (std::mem::offset_of!(Post, bytes) + len).div_ceil(64);
+        demote::lines(self as *const Post as *const u8, lines);
+    }
+}
+
 /// Control words at the start of each ring, then the posts.
 #[repr(C)]
 pub struct RingCtrl {
@@ -386,7 +395,7 @@ impl Ring {
             post.word
                 .store((k + i + 1) << 16 | n as u64, Ordering::Release);
             if m <= DEMOTE_POSTS {
-                demote::lines(post as *const Post as *const u8, (16 + n).div_ceil(64));
+                post.demote(n);
             }
         }
         self.posts.set(k + m);
@@ -474,10 +483,7 @@ impl Ring {
             .store(c.head.load(Ordering::Relaxed), Ordering::Relaxed);
         post.word
             .store((k + 1) << 16 | flag | len as u64, Ordering::Release);
-        demote::lines(
-            post as *const Post as *const u8,
-            (16 + d.len()).div_ceil(64),
-        );
+        post.demote(d.len());
         self.posts.set(k + 1);
         self.take_ahead(k + 1, 1);
         true
