@@ -330,6 +330,33 @@ static int check_result(int op, int c) {
   return all_true(ok);
 }
 
+/* The timing itself goes through the library under test: batch times are
+ * averaged with MPI_Allreduce(MPI_DOUBLE, MPI_SUM), the calibration takes
+ * MPI_MAX, the checks MPI_INT MIN and MPI_Bcast. A library whose reduction
+ * of doubles is wrong would print wrong times next to "ok" rows (the rows
+ * check only the op under test, on floats), so these are checked first,
+ * on exactly known values, and a wrong one stops the run. */
+static int timing_calls_ok(void) {
+  double mine = (double)(g_rank + 1), sum = 0.0, most = 0.0, least = 0.0;
+  double from_root = g_rank == 0 ? 0.25 : -1.0;
+  double n = (double)g_size;
+  int low = 0, high = 0, ok;
+  MPI_OK(MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  MPI_OK(MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  MPI_OK(MPI_Allreduce(&mine, &least, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+  MPI_OK(MPI_Allreduce(&g_rank, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  MPI_OK(MPI_Allreduce(&g_rank, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  MPI_OK(MPI_Bcast(&from_root, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  ok = sum == n * (n + 1.0) / 2.0 && most == n && least == 1.0 && low == 0 &&
+       high == g_size - 1 && from_root == 0.25;
+  if (!ok)
+    fprintf(stderr,
+            "mpibench: rank %d: the calls that time and check the benchmark give "
+            "wrong results (double sum %g max %g min %g, int min %d max %d, bcast %g)\n",
+            g_rank, sum, most, least, low, high, from_root);
+  return ok;
+}
+
 /* A barrier is right if no rank leaves it before the last rank enters. Rank 0
  * enters late (after a sleep); CLOCK_MONOTONIC is one clock for all processes
  * of a host. Returns 1 ok, 0 wrong, -1 cannot tell (ranks on several hosts). */
@@ -635,6 +662,8 @@ int main(int argc, char **argv) {
     memset(g_sbuf, 0, bufbytes); /* fault the pages in before any timing */
     memset(g_rbuf, 0, bufbytes);
   }
+
+  if (!timing_calls_ok()) MPI_Abort(MPI_COMM_WORLD, 2);
 
   MPI_OK(MPI_Get_processor_name(host, &len));
   hash = (int)(fnv1a(host) & 0x7fffffff);
