@@ -936,6 +936,53 @@ fn one_length(blocks: Blocks) -> bool {
     }
 }
 
+/// The part an all-to-all's or a scatter's writer publishes: the `blocks`
+/// of its send buffer but `skip`'s, after their length where they all have
+/// one (`write_uniform`), else after a table (`write_table`).
+#[derive(Clone, Copy)]
+struct BlockPart<'a> {
+    blocks: Blocks<'a>,
+    skip: usize,
+    uniform: bool,
+}
+
+impl<'a> BlockPart<'a> {
+    fn new(blocks: Blocks<'a>, skip: usize) -> Self {
+        BlockPart {
+            blocks,
+            skip,
+            uniform: one_length(blocks),
+        }
+    }
+
+    /// Its bytes in the slot.
+    fn bytes(self) -> usize {
+        if self.uniform {
+            uniform_bytes(self.blocks)
+        } else {
+            table_bytes(self.blocks, self.skip)
+        }
+    }
+
+    /// Its bytes before the blocks: the length word or the table.
+    fn head(self) -> usize {
+        if self.uniform {
+            UNIFORM_HEAD
+        } else {
+            16 * self.blocks.count()
+        }
+    }
+
+    /// Writes it into `d` from `send` (whose blocks are checked).
+    fn write(self, d: &mut [u8], send: &[u8], fill: &mut Fill) {
+        if self.uniform {
+            write_uniform(d, send, self.blocks, self.skip, fill);
+        } else {
+            write_table(d, send, self.blocks, self.skip, fill);
+        }
+    }
+}
+
 /// Writes the table and the (checked) `blocks` of `send` but `skip` into a
 /// slot of `table_bytes(blocks, skip)`. Blocks that lie back to back in
 /// `send` are copied at once: for small blocks each copy costs more than
@@ -1206,12 +1253,8 @@ fn scatter_blocks(
         send.ok_or_else(|| Error::InvalidArg("scatter root without a send buffer".into()))?;
     blocks.check_send(send.len())?;
     let own = block(send, blocks.get(root));
-    let uniform = one_length(blocks);
-    let total = if uniform {
-        uniform_bytes(blocks)
-    } else {
-        table_bytes(blocks, root)
-    };
+    let layout = BlockPart::new(blocks, root);
+    let total = layout.bytes();
     if total > SLOT_DATA {
         if let Some(d) = &recv {
             // Checked before anything is sent, as on the slot path.
@@ -1240,19 +1283,9 @@ fn scatter_blocks(
         copy_own(d, own)?;
     }
     let call = begin(c)?;
-    // The data after the length or the table (16 bytes a block).
-    let head = if uniform {
-        UNIFORM_HEAD
-    } else {
-        16 * blocks.count()
-    };
-    let mut fill = Fill::sampled(c, total - head);
+    let mut fill = Fill::sampled(c, total - layout.head());
     publish_quiet(c, &call, total, false, Place::Near, |d| {
-        if uniform {
-            write_uniform(d, send, blocks, root, &mut fill);
-        } else {
-            write_table(d, send, blocks, root, &mut fill);
-        }
+        layout.write(d, send, &mut fill);
         Ok(())
     })?;
     fill.done(c);
@@ -1279,22 +1312,13 @@ pub fn alltoallv(
     check_send_blocks(send.len(), sblocks)?;
     check_recv_blocks(recv.len(), rblocks)?;
     copy_own(block_mut(recv, rblocks[me]), block(send, sblocks[me]))?;
-    let uniform = one_length(Blocks::Listed(sblocks));
-    let total = if uniform {
-        uniform_bytes(Blocks::Listed(sblocks))
-    } else {
-        table_bytes(Blocks::Listed(sblocks), me)
-    };
+    let layout = BlockPart::new(Blocks::Listed(sblocks), me);
+    let total = layout.bytes();
     let big = total > SLOT_DATA;
     let call = begin(c)?;
-    let head = if uniform { UNIFORM_HEAD } else { 16 * n };
-    let mut fill = Fill::sampled(c, if big { 0 } else { total - head });
+    let mut fill = Fill::sampled(c, if big { 0 } else { total - layout.head() });
     let table = |d: &mut [u8]| {
-        if uniform {
-            write_uniform(d, send, Blocks::Listed(sblocks), me, &mut fill);
-        } else {
-            write_table(d, send, Blocks::Listed(sblocks), me, &mut fill);
-        }
+        layout.write(d, send, &mut fill);
         Ok(())
     };
     if big {
