@@ -902,6 +902,55 @@ fn pulled_calls_with_mismatched_counts_fail_everywhere() {
     }
 }
 
+/// Where ranks outnumber cores, a pulled gather's ranks that share the
+/// root's core offer their blocks and the root reads them, while the
+/// others write theirs (`pull::gatherv`). With the 4 ranks pinned two to a
+/// CPU (so rank `root + 2` shares the root's), every root gets every block,
+/// and a block of the wrong length from the rank the root reads fails the
+/// call on every rank and writes nothing out of place.
+#[test]
+fn crowded_pulled_gather_reads_the_roots_core_mates() {
+    let n = 4;
+    world(n, &[("gather", "pull")], |r, eng, comm| {
+        if !(Ctx::new(eng, comm).pulls() && ferrocoll::transport::shm::cma::allowed()) {
+            return;
+        }
+        // Counted as crowded whatever the host: two ranks per CPU. Where a
+        // pin fails (one CPU), ranks decide from where they run; the
+        // results must be the same either way.
+        ferrocoll::bootstrap::bind::pin(r % 2);
+        eng.set_machine_ranks(usize::MAX);
+        coll::barrier::barrier(&mut Ctx::new(eng, comm)).unwrap();
+        let b = 40_000;
+        for root in 0..n {
+            let what = format!("root {root} rank {r}");
+            let mut g = vec![7u8; n * b + 64];
+            let out = (r == root).then_some(&mut g[..n * b]);
+            let c = &mut Ctx::new(eng, comm);
+            coll::gather::gather(c, Some(&data(r + root, b / 4)), out, b, root).unwrap();
+            if r == root {
+                let want: Vec<u8> = (0..n).flat_map(|p| data(p + root, b / 4)).collect();
+                assert!(g[..n * b] == want[..], "{what}");
+                assert!(
+                    g[n * b..].iter().all(|&x| x == 7),
+                    "{what}: past the blocks"
+                );
+            }
+            // The root's core-mate sends 4 bytes more than its block.
+            let long = r == (root + 2) % n;
+            let send = data(r, (b + if long { 4 } else { 0 }) / 4);
+            let mut g = vec![7u8; n * b + 64];
+            let out = (r == root).then_some(&mut g[..n * b]);
+            let res = coll::gather::gather(&mut Ctx::new(eng, comm), Some(&send), out, b, root);
+            assert!(res.is_err(), "{what}: {res:?}");
+            assert!(
+                g[n * b..].iter().all(|&x| x == 7),
+                "{what}: written past the blocks"
+            );
+        }
+    });
+}
+
 /// Collectives forced to read their peers' memory (`pull`) give the same
 /// results once a rank cannot (as if its kernel refused): every member
 /// then runs that call another way and pulls no more (reduce: in place at

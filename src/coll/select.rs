@@ -12,7 +12,7 @@
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 32 KiB sent per rank (128 KiB where ranks outnumber cores); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer) from 16 KiB per rank (256 KiB where ranks outnumber cores); else slots (a part too large for a slot goes as a message); scatter and the v-variants pull only when forced |
+//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 16 KiB per rank (32 KiB where ranks outnumber cores); else slots (a part too large for a slot goes as a message); scatter and the v-variants pull only when forced |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
@@ -207,21 +207,15 @@ pub fn pull_reduce_scatter(bytes: usize, crowded: bool) -> bool {
 /// messages, which the root reads (Open MPI), alternated, us, by bytes
 /// per rank (`bench/mpibench.c` prints n times as many): 2 ranks 4 KiB
 /// 0.82 / 0.37, 16 KiB 1.09 / 1.28 (1.73), 256 KiB 8.6 / 14.2 (14.3), 1
-/// MiB 48 / 106 (158), 16 MiB 1623 / 2080 (2640); 4 ranks on 2 cores 8
-/// KiB 5.2 / 3.1, 32 KiB 7.2-7.3 / 9.9-10.2 (8.1), 128 KiB 21.2-22.2 /
-/// 19.5-21.1 (18.9), 256 KiB 36-40 / 53-54, 512 KiB 65-68 / 177-180 (179),
-/// 2 MiB 371-386 / 711-738 (725), 8 MiB 1644 / 3785 (2828). Since a
-/// `Done` marks its sender (`Engine::mark_work`) the messages gained where
-/// ranks outnumber cores, and the window there was measured again,
-/// alternated, medians of 8: 16 KiB 6.2 / 4.5, 32 KiB 7.5 / 9.9 (Open MPI
-/// 8.8-8.9), 64 KiB 11.6 / 12.8 (12.6-13.0), 128 KiB 22.0 / 20.6
-/// (19.6-21.0).
+/// MiB 48 / 106 (158), 16 MiB 1623 / 2080 (2640). 4 ranks on 2 cores,
+/// since the root reads the blocks of the ranks on its own core
+/// (`pull::gatherv`; before, pulled 128 KiB 22.3 and 256 KiB 41.7),
+/// medians of 4, slots / pulled (Open MPI, medians of 3): 8 KiB 1.76 /
+/// 4.44 (7.1), 16 KiB 4.3 / 4.8 (10.2), 32 KiB 7.9 / 5.8 (8.2), 64 KiB
+/// 12.9 / 7.8 (12.1), 128 KiB 21.6 / 13.9 (20.8), 256 KiB 64 / 24 (67),
+/// 512 KiB 198 / 54 (209), 1 MiB 387 / 188 (411), 2 MiB 763 / 425 (784).
 pub fn pull_gather(bytes: usize, crowded: bool) -> bool {
-    if crowded {
-        (32 << 10..128 << 10).contains(&bytes) || bytes >= 256 << 10
-    } else {
-        bytes >= 16 << 10
-    }
+    bytes >= if crowded { 32 << 10 } else { 16 << 10 }
 }
 
 /// For scatter and the v-variants (see above).
