@@ -284,8 +284,8 @@ pub(super) fn publish(
 }
 
 /// `publish` of a part that `fill` writes whole and that readers copy out
-/// (allgather, all-to-all), which is then demoted in bulk too where ranks
-/// do not outnumber cores (`Push::Bulk`, see `write`).
+/// (allgather, all-to-all), which is then demoted in bulk too (`Push::Bulk`,
+/// see `write`).
 pub(super) fn publish_whole(
     c: &mut Ctx,
     call: &Call,
@@ -293,12 +293,7 @@ pub(super) fn publish_whole(
     place: Place,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    let push = if c.eng.crowded() {
-        Push::Data
-    } else {
-        Push::Bulk
-    };
-    publish_pushed(c, call, len, false, place, push, fill)
+    publish_pushed(c, call, len, false, place, Push::Bulk, fill)
 }
 
 /// `publish`, demoting the slot's lines as `push` says.
@@ -442,9 +437,15 @@ fn publish_paced(
 /// share the writer's core, medians of 6 runs of 15 batches: allreduce 128
 /// B 1.673 / 1.636, allgather 512 B (128 B a rank) 1.517 / 1.583, alltoall
 /// 512 B 1.847 / 1.769; the other sizes push nothing (one line, or more
-/// than `PREFETCH_LINES`). An allgather's or all-to-all's part of 4-8 KiB,
-/// copied out whole by its readers, is pushed whole too (`Push::Bulk`,
-/// `publish_whole`).
+/// than `PREFETCH_LINES`). Measured again there with 10 runs in
+/// alternated order, medians, us, pushed / not: allreduce 64 B 1.41 /
+/// 1.29, 128 B 1.52 / 1.37; allgather 256 B 1.41 / 1.28; alltoall 128 B
+/// 1.51 / 1.36, 256 B 1.64 / 1.51; reduce_scatter 64 B 1.45 / 1.36, 128 B
+/// 1.56 / 1.48 (sizes that push nothing within 0.04 either way); rooted
+/// calls alike (bcast, reduce, gather, scatter 8-128 B within 0.01), so
+/// nothing is pushed where ranks outnumber cores. An allgather's or
+/// all-to-all's part of 4-8 KiB, copied out whole by its readers, is
+/// pushed whole too (`Push::Bulk`, `publish_whole`).
 ///
 /// `lead`: the most calls this writer may run ahead of its readers
 /// (`DEPTH`, or fewer for a paced writer, see `PACED_LEAD`).
@@ -507,7 +508,9 @@ fn write(
     }
     mine.flag(call.index())
         .store(call.f << 1 | u64::from(big), Release);
-    mine.demote(call.index(), far, len, push);
+    if !c.eng.crowded() {
+        mine.demote(call.index(), far, len, push);
+    }
     mine.prefetch_write(call.index() + ahead, far, len);
     Ok(())
 }

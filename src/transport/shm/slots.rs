@@ -55,7 +55,7 @@ const PREFETCH_LINES: usize = 4;
 /// part, folded rather than copied, lost from 129 lines (8 KiB 1.62 / 1.71
 /// with reads off, 16 KiB 2.54 / 3.03). Where ranks outnumber cores every
 /// bulk push lost (4 ranks, allgather 64 KiB 8.4 / 12.5, allreduce 16 KiB
-/// 8.8 / 12.2), so `coll::slots::publish_whole` asks for it only elsewhere.
+/// 8.8 / 12.2); there `coll::slots::write` demotes nothing at all.
 const BULK_LINES: std::ops::RangeInclusive<usize> = 65..=129;
 
 /// Which of a freshly written slot's lines `Area::demote` hands to the
