@@ -161,8 +161,9 @@ fn verdict(c: &Ctx, all: bool, any_bad: bool, bad: Option<Error>) -> Result<bool
 
 /// Reads every other member's offer in `call` into its block of `recv`,
 /// in rank order after `from`; an offer whose length differs from its
-/// block is read nowhere and reported in `bad`. Returns whether every read
-/// succeeded.
+/// block is read nowhere and reported in `bad`, and one at address 0 (a
+/// block its rank writes itself, `gatherv`) is passed over. Returns
+/// whether every read succeeded.
 fn read_blocks(
     c: &mut Ctx,
     call: &Call,
@@ -175,7 +176,9 @@ fn read_blocks(
     for p in (1..n).map(|i| (from + i) % n) {
         let (addr, len) = offered(c, call, p, None)?;
         let (po, pl) = blocks[p];
-        if len != pl {
+        if addr == 0 {
+            continue;
+        } else if len != pl {
             bad.get_or_insert(mismatch(p, len, pl));
         } else if ok {
             ok = read(c, p, addr, &mut recv[po..po + pl]);
@@ -313,8 +316,9 @@ pub fn gatherv(
     if me != root {
         let s = send.ok_or_else(|| Error::InvalidArg("gather without a send buffer".into()))?;
         let call = slots::begin(c)?;
-        let by_root = c.eng.crowded() && read_by_root(c, root);
-        if c.eng.crowded() {
+        let crowded = c.eng.crowded();
+        let by_root = crowded && read_by_root(c, root);
+        if crowded {
             // 0: this rank writes its block itself.
             let addr = if by_root { s.as_ptr() as u64 } else { 0 };
             publish(c, &call, OFFER, false, Place::Near, |d| {
@@ -355,22 +359,10 @@ pub fn gatherv(
             bad = Some(mismatch(root, s.len(), l));
         }
     }
-    let mut ok = true;
     let crowded = c.eng.crowded();
-    if crowded {
-        // The blocks offered to be read (an address of 0: written).
-        for p in (0..c.size()).filter(|&p| p != root) {
-            let (addr, len) = offered(c, &call, p, None)?;
-            let (po, pl) = blocks[p];
-            if addr == 0 {
-                continue;
-            } else if len != pl {
-                bad.get_or_insert(mismatch(p, len, pl));
-            } else if ok && len > 0 {
-                ok = read(c, p, addr, &mut recv[po..po + pl]);
-            }
-        }
-    }
+    // Where ranks outnumber cores every other rank offers: its block to
+    // read, or an address of 0 where it writes it.
+    let ok = !crowded || read_blocks(c, &call, recv, blocks, root, &mut bad)?;
     mark_done(c, &call, crowded);
     settled(c, ok, bad)
 }
