@@ -33,17 +33,29 @@ fn get(s: &[u8], at: usize) -> u64 {
 /// pairs after it) in a new slot call.
 fn offer(c: &mut Ctx, buf: &[u8], table: &[(usize, usize)]) -> Result<Call> {
     let call = slots::begin(c)?;
-    let len = OFFER * (1 + table.len());
-    publish(c, &call, len, false, Place::Near, |d| {
-        put(d, 0, buf.as_ptr() as u64);
-        put(d, 8, buf.len() as u64);
+    publish_offer(c, &call, buf.as_ptr() as u64, buf.len(), table)?;
+    Ok(call)
+}
+
+/// Publishes an offer of `len` bytes at `addr` (0: none to read) and
+/// `table` in `call`, as `offered` reads it.
+fn publish_offer(
+    c: &mut Ctx,
+    call: &Call,
+    addr: u64,
+    len: usize,
+    table: &[(usize, usize)],
+) -> Result<()> {
+    let bytes = OFFER * (1 + table.len());
+    publish(c, call, bytes, false, Place::Near, |d| {
+        put(d, 0, addr);
+        put(d, 8, len as u64);
         for (i, &(o, l)) in table.iter().enumerate() {
             put(d, OFFER * (1 + i), o as u64);
             put(d, OFFER * (1 + i) + 8, l as u64);
         }
         Ok(())
-    })?;
-    Ok(call)
+    })
 }
 
 /// Whether an offer with a table of `n` entries fits a slot.
@@ -321,11 +333,7 @@ pub fn gatherv(
         if crowded {
             // 0: this rank writes its block itself.
             let addr = if by_root { s.as_ptr() as u64 } else { 0 };
-            publish(c, &call, OFFER, false, Place::Near, |d| {
-                put(d, 0, addr);
-                put(d, 8, s.len() as u64);
-                Ok(())
-            })?;
+            publish_offer(c, &call, addr, s.len(), &[])?;
         }
         let (ok, bad) = if by_root {
             (true, None)
