@@ -1791,17 +1791,16 @@ impl Engine {
                     t.engine_stops(true);
                 }
                 let me = self.on_seg[self.me].unwrap_or(0);
-                let bell = seg.doorbell(me);
                 let Some(seen) = seg.prepare_sleep(me) else {
                     self.hand_over(&seg, std::thread::yield_now);
                     continue;
                 };
                 if self.progress() || done(self) {
-                    bell.cancel();
+                    seg.cancel_sleep(me);
                     idle = 0;
                     continue;
                 }
-                self.hand_over(&seg, || bell.sleep(seen, Duration::from_millis(20)));
+                self.hand_over(&seg, || seg.sleep(me, seen, Duration::from_millis(20)));
                 running_since = None;
             }
             if now.duration_since(*last) >= Duration::from_millis(50) {

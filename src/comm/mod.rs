@@ -42,6 +42,9 @@ pub struct SlotState {
     /// Whether collectives may read members' buffers in place
     /// (`coll::pull`); off once a read was refused.
     pub pulls: bool,
+    /// The members on this rank's core, as `coll::slots` last found them
+    /// (a mask of ranks below 64), and the call it looked at.
+    pub mates: (u64, u64),
 }
 
 impl SlotState {
@@ -53,6 +56,7 @@ impl SlotState {
             safe: base,
             read_all: true,
             pulls: crate::param::params().cma,
+            mates: (0, 0),
         }
     }
 }

@@ -64,9 +64,11 @@ impl Doorbell {
         }
     }
 
-    /// Owner: registers as a sleeper. Re-check for work after this, then
-    /// either `sleep` or `cancel`.
-    pub fn prepare(&self) -> u32 {
+    /// Owner: registers as a sleeper (through `Segment::prepare_sleep`,
+    /// which counts the segment's sleepers as well). Re-check for work
+    /// after this, then either `sleep` or `cancel` (through the segment's
+    /// `sleep` and `cancel_sleep`).
+    pub(super) fn prepare(&self) -> u32 {
         let seen = self.seq.load(SeqCst);
         self.waiters.fetch_add(1, SeqCst);
         fence(SeqCst);
@@ -74,12 +76,12 @@ impl Doorbell {
     }
 
     /// Owner: found work after `prepare`; does not sleep.
-    pub fn cancel(&self) {
+    pub(super) fn cancel(&self) {
         self.waiters.fetch_sub(1, SeqCst);
     }
 
     /// Owner: sleeps until rung after `prepare` returned `seen`, or `timeout`.
-    pub fn sleep(&self, seen: u32, timeout: Duration) {
+    pub(super) fn sleep(&self, seen: u32, timeout: Duration) {
         if self.seq.load(SeqCst) == seen {
             wait(&self.seq, seen, timeout);
         }

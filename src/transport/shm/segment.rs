@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 const MAGIC: u64 = 0x4645_5252_4f43_4f4c; // "FERROCOL"
 const HEADER_BYTES: usize = 4096;
 const PIDS_OFFSET: usize = 256;
+/// Where the count of registered sleepers lies (`Segment::anyone_asleep`):
+/// a line of its own, written only as ranks go to sleep and wake.
+const SLEEPERS_OFFSET: usize = 128;
 /// Most ranks one segment serves (pids must fit in the header page).
 pub const MAX_RANKS: usize = (HEADER_BYTES - PIDS_OFFSET) / 4;
 /// Upper bound on all rings together; large jobs get smaller rings.
@@ -290,18 +293,55 @@ impl Segment {
 
     /// Registers `rank` (this rank) as a sleeper on its doorbell and
     /// returns `Doorbell::prepare`'s count; re-check for work, then `sleep`
-    /// or `cancel` on the doorbell. None (not registered): the barrier on
-    /// the wakers failed, so this rank must not sleep.
+    /// or `cancel_sleep`. None (not registered): the barrier on the wakers
+    /// failed, so this rank must not sleep.
+    ///
+    /// It counts itself among the segment's sleepers first
+    /// (`anyone_asleep`), before the fence or barrier that orders its
+    /// registration before its re-check, as the doorbell's own count.
     #[cold]
     #[inline(never)]
     pub fn prepare_sleep(&self, rank: usize) -> Option<u32> {
         let bell = self.doorbell(rank);
+        self.sleepers().fetch_add(1, Ordering::SeqCst);
         let seen = bell.prepare();
         if self.asymmetric && !membarrier::global() {
-            bell.cancel();
+            self.cancel_sleep(rank);
             return None;
         }
         Some(seen)
+    }
+
+    /// `rank` (this rank), registered by `prepare_sleep`, found work and
+    /// does not sleep.
+    pub fn cancel_sleep(&self, rank: usize) {
+        self.doorbell(rank).cancel();
+        self.sleepers().fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// `rank` (this rank), registered by `prepare_sleep` (which returned
+    /// `seen`), sleeps until its doorbell rings or `timeout` passes.
+    pub fn sleep(&self, rank: usize, seen: u32, timeout: Duration) {
+        self.doorbell(rank).sleep(seen, timeout);
+        self.sleepers().fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether some rank of this segment is registered to sleep
+    /// (`prepare_sleep`). A waker that ordered what it published before
+    /// this load (as before `Doorbell::ring_fenced`) and finds none needs
+    /// to look at no doorbell: a rank registering later re-checks after
+    /// its registration and finds the data. One load of a line that only
+    /// changes as ranks go to sleep and wake, instead of one doorbell per
+    /// peer.
+    #[inline]
+    pub fn anyone_asleep(&self) -> bool {
+        self.sleepers().load(Ordering::Relaxed) != 0
+    }
+
+    fn sleepers(&self) -> &AtomicU32 {
+        // SAFETY: the word lies inside the header page, 64-byte aligned,
+        // zero-initialised, and used only atomically.
+        unsafe { &*(self.base().add(SLEEPERS_OFFSET) as *const AtomicU32) }
     }
 
     fn init_header(&self) {
@@ -506,17 +546,37 @@ mod tests {
     /// doorbells for it, after a spin of varying length so that a sleeper
     /// often registers just as its peer publishes. A lost wake-up sleeps
     /// the whole timeout. Both ways of ordering wakes: barriers run by
-    /// sleepers, fences run by wakers.
+    /// sleepers, fences run by wakers; and both ways of waking: the
+    /// doorbell looked at always (`wake`), or only where the segment
+    /// counts a sleeper (`anyone_asleep`, as `coll::slots` rings).
     #[test]
     fn wakes_are_never_lost() {
         for asymmetric in [true, false] {
-            let mut seg = Segment::anonymous(2, 16384).unwrap();
-            seg.asymmetric &= asymmetric;
-            hand_over(Arc::new(seg));
+            for hinted in [false, true] {
+                let mut seg = Segment::anonymous(2, 16384).unwrap();
+                seg.asymmetric &= asymmetric;
+                hand_over(Arc::new(seg), hinted);
+            }
         }
     }
 
-    fn hand_over(seg: Arc<Segment>) {
+    #[test]
+    fn sleepers_are_counted_until_they_wake_or_cancel() {
+        let seg = Segment::anonymous(2, 16384).unwrap();
+        assert!(!seg.anyone_asleep());
+        let Some(_) = seg.prepare_sleep(0) else {
+            return; // no barrier on the wakers here: nobody may sleep
+        };
+        assert!(seg.anyone_asleep());
+        seg.cancel_sleep(0);
+        assert!(!seg.anyone_asleep());
+        let seen = seg.prepare_sleep(1).unwrap();
+        assert!(seg.anyone_asleep());
+        seg.sleep(1, seen, Duration::from_millis(1));
+        assert!(!seg.anyone_asleep());
+    }
+
+    fn hand_over(seg: Arc<Segment>, hinted: bool) {
         let counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
         let steps: u64 = if cfg!(miri) { 30 } else { 30_000 };
         const SPIN: u32 = 16;
@@ -541,15 +601,22 @@ mod tests {
                             continue;
                         };
                         if counts[1 - me].load(Ordering::Acquire) >= want {
-                            seg.doorbell(me).cancel();
+                            seg.cancel_sleep(me);
                             break;
                         }
                         let t = Instant::now();
-                        seg.doorbell(me).sleep(seen, Duration::from_secs(2));
+                        seg.sleep(me, seen, Duration::from_secs(2));
                         slowest = slowest.max(t.elapsed());
                     }
                     counts[me].store(i + 1, Ordering::Release);
-                    seg.wake(1 - me);
+                    if !hinted {
+                        seg.wake(1 - me);
+                    } else {
+                        seg.fence_for_wake();
+                        if seg.anyone_asleep() {
+                            seg.doorbell(1 - me).ring_fenced();
+                        }
+                    }
                 }
                 slowest
             }
@@ -558,7 +625,7 @@ mod tests {
         let slowest = run(0)().max(t.join().unwrap());
         assert!(
             slowest < Duration::from_secs(1),
-            "a wake-up was lost (a sleep lasted {slowest:?}; asymmetric: {})",
+            "a wake-up was lost (a sleep lasted {slowest:?}; asymmetric: {}, hinted: {hinted})",
             seg.asymmetric
         );
     }
