@@ -22,6 +22,7 @@ use super::{
     block, block_mut, check_len, check_recv_blocks, check_send_blocks, copy_own, split_blocks, Ctx,
     Reducer,
 };
+use crate::comm::engine::Engine;
 use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::{Area, Push, DEPTH, NEAR_BYTES, SLOT_DATA};
@@ -592,12 +593,14 @@ fn wait_all(c: &mut Ctx, call: &Call, len: usize) -> Result<()> {
 /// Where a call spends its instructions there counts twice over, since
 /// the two ranks of a core run one after the other: on this host 800
 /// more instructions of a plain loop in each 8-byte allreduce cost 0.14
-/// us at 4 ranks. With `mates` kept over calls, the parts that are there
-/// read inline, and doorbells looked at only where some rank sleeps
-/// (`ring_peers`), instructions a call (callgrind, 4 ranks), before /
-/// after: barrier 1316 / 861, allreduce 8 B 1948 / 1583; alternated runs
-/// on 2 cores, medians of 30, paired ratios after / before: allreduce 8 B
-/// 0.94-0.95, barrier 0.97-0.98.
+/// us at 4 ranks. With `mates` kept over calls, one look at each part's
+/// flag before any wait, and doorbells looked at only where some rank
+/// sleeps (`ring_peers`), instructions a call (callgrind, 4 ranks, with
+/// the polling, which varies), before / after: barrier 1316 / 861-954,
+/// allreduce 8 B 1948 / 1583-1607; alternated runs on 2 cores, medians
+/// of 20-30, paired ratios after / before: allreduce 8 B 0.92-0.95,
+/// barrier 0.92-0.98; 2 ranks alike (barrier 1.006, medians of 40; with
+/// the flag's first look inlined and the wait out of line, 1.017-1.03).
 fn wait_exchange(c: &mut Ctx, call: &Call) -> Result<()> {
     let mates = mates(c);
     for p in wait_order(c, mates) {
@@ -607,31 +610,25 @@ fn wait_exchange(c: &mut Ctx, call: &Call) -> Result<()> {
 }
 
 /// Rank `p`'s part in a call where every rank publishes and then reads
-/// (see `wait_exchange`): whether it is `big`, once it is there. Inlined
-/// where it is there already (every peer's part but one or two in a
-/// call); waits out of line.
-#[inline(always)]
+/// (see `wait_exchange`): whether it is `big`, once it is there. Where it
+/// is not there yet, a peer on this core (in `mates`) gets the core at
+/// once (`Engine::wait_for_mate`), one on another core is polled while it
+/// runs (as `wait_flag` waits).
 fn wait_exchanged(c: &mut Ctx, call: &Call, p: usize, mates: u64) -> Result<bool> {
-    let flag = call.area(c, p).flag(call.index()).load(Acquire);
-    if flag >> 1 == call.f {
-        return Ok(flag & 1 != 0);
-    }
-    wait_exchanged_slow(c, call, p, mates)
-}
-
-/// `wait_exchanged` for a part not there yet: a peer on this core (in
-/// `mates`) gets the core at once (`Engine::wait_for_mate`), one on
-/// another core is polled while it runs (`wait_flag`).
-#[inline(never)]
-fn wait_exchanged_slow(c: &mut Ctx, call: &Call, p: usize, mates: u64) -> Result<bool> {
-    if call.single && is_mate(mates, p) {
-        let area = call.area(c, p);
-        let flag = area.flag(call.index());
+    let area = call.area(c, p);
+    let flag = area.flag(call.index());
+    let ready = |_: &Engine| flag.load(Acquire) >> 1 == call.f;
+    if !ready(c.eng) {
         let w = c.comm.world_rank(p);
-        c.eng
-            .wait_for_mate(c.op, w, |_| flag.load(Acquire) >> 1 == call.f)?;
+        if !call.single {
+            c.eng.wait_for(c.op, &[w], ready)?;
+        } else if is_mate(mates, p) {
+            c.eng.wait_for_mate(c.op, w, ready)?;
+        } else {
+            c.eng.wait_for_running(c.op, w, ready)?;
+        }
     }
-    wait_flag(c, call, p)
+    Ok(flag.load(Acquire) & 1 != 0)
 }
 
 /// The peers that share this rank's core (`Engine::shares_core`, only

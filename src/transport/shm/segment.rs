@@ -1,7 +1,7 @@
 //! The job's shared-memory segment: a header (attach count, pids, abort
-//! flag), one doorbell, one "where it runs" word and one stream-barrier
-//! word per rank, each rank's
-//! collective slot areas and one ring per ordered pair of ranks.
+//! flag, a count of sleeping ranks), one doorbell, one "where it runs"
+//! word and one stream-barrier word per rank, each rank's collective slot
+//! areas and one ring per ordered pair of ranks.
 //!
 //! Rank 0 creates `/dev/shm/ferrocoll-<job>` (mode 0600), the others open it;
 //! the last rank to map it unlinks it, so a crash leaves nothing behind.
