@@ -223,7 +223,7 @@ pub(super) fn mark_done(c: &mut Ctx, call: &Call, read_all: bool) {
 /// gather 51-54 against 57-62, reduce 56-68 against 72-75 (Open MPI 56,
 /// 74).
 ///
-/// Only where some rank sleeps (`Segment::anyone_asleep`) does it look at
+/// Only where some rank sleeps (`Segment::wake_fenced`) does it look at
 /// each peer's doorbell: a 4-rank `mark_done` took 102 instructions
 /// with the looks, 41 without (callgrind; see `wait_exchange`).
 fn ring_peers(c: &Ctx, call: &Call, drain: bool) {
@@ -233,12 +233,11 @@ fn ring_peers(c: &Ctx, call: &Call, drain: bool) {
     } else {
         seg.fence_for_wake();
     }
-    if !seg.anyone_asleep() {
-        return;
-    }
-    for p in (0..c.size()).filter(|&p| p != c.rank()) {
-        seg.doorbell(c.comm.world_rank(p)).ring_fenced();
-    }
+    seg.wake_fenced(
+        (0..c.size())
+            .filter(|&p| p != c.rank())
+            .map(|p| c.comm.world_rank(p)),
+    );
 }
 
 /// Bytes from which a `Place::Shared` part starts on the line after the
@@ -524,20 +523,11 @@ fn write(
     Ok(())
 }
 
-/// Waits for rank `p`'s part of this call; returns whether it is `big`.
+/// Waits for rank `p`'s part of this call; returns whether it is `big`
+/// (`wait_exchanged` with no peer taken for one on this core).
+#[inline]
 pub(super) fn wait_flag(c: &mut Ctx, call: &Call, p: usize) -> Result<bool> {
-    let a = call.area(c, p);
-    let flag = a.flag(call.index());
-    let ready = |_: &_| flag.load(Acquire) >> 1 == call.f;
-    if !ready(&()) {
-        let w = c.comm.world_rank(p);
-        if call.single {
-            c.eng.wait_for_running(c.op, w, |_| ready(&()))?;
-        } else {
-            c.eng.wait_for(c.op, &[w], |_| ready(&()))?;
-        }
-    }
-    Ok(flag.load(Acquire) & 1 != 0)
+    wait_exchanged(c, call, p, 0)
 }
 
 /// `wait_flag` in a rooted call (bcast, reduce, gather, scatter), where
@@ -609,11 +599,12 @@ fn wait_exchange(c: &mut Ctx, call: &Call) -> Result<()> {
     Ok(())
 }
 
-/// Rank `p`'s part in a call where every rank publishes and then reads
-/// (see `wait_exchange`): whether it is `big`, once it is there. Where it
-/// is not there yet, a peer on this core (in `mates`) gets the core at
-/// once (`Engine::wait_for_mate`), one on another core is polled while it
-/// runs (as `wait_flag` waits).
+/// Rank `p`'s part of this call: whether it is `big`, once it is there.
+/// Where it is not there yet, a peer on this core (in `mates`, see
+/// `wait_exchange`) gets the core at once (`Engine::wait_for_mate`), one
+/// on another core is polled while it runs (`Engine::wait_for_running`),
+/// and a streamed call's peer is waited for as bandwidth-bound waits are
+/// (`Engine::wait_for`).
 fn wait_exchanged(c: &mut Ctx, call: &Call, p: usize, mates: u64) -> Result<bool> {
     let area = call.area(c, p);
     let flag = area.flag(call.index());
@@ -640,12 +631,11 @@ fn wait_exchanged(c: &mut Ctx, call: &Call, p: usize, mates: u64) -> Result<bool
 ///
 /// A mask with some rank in it serves `MATES_AGE` calls of the
 /// communicator before it is looked up again (a look at every peer's
-/// `on_cpu` word, see `wait_exchange`): ranks
-/// bound to their cores stay there but for short moves
-/// (`Engine::borrow_idle_core`), and a stale mask only orders the waits
-/// and picks between handing the core over and polling. An empty one
-/// (before this rank knows its CPU, or alone on its core) is looked up
-/// at every call, as before.
+/// `on_cpu` word, see `wait_exchange`): ranks bound to their cores stay
+/// there but for short moves (`Engine::borrow_idle_core`), and a stale
+/// mask only orders the waits and picks between handing the core over
+/// and polling. An empty one (before this rank knows its CPU, or alone on
+/// its core) is looked up at every call, as before.
 fn mates(c: &mut Ctx) -> u64 {
     let (n, me) = (c.size(), c.rank());
     if !c.eng.informed() || n > 64 {

@@ -338,6 +338,19 @@ impl Segment {
         self.sleepers().load(Ordering::Relaxed) != 0
     }
 
+    /// Wakes those of `ranks` that sleep, after this rank published what
+    /// they may wait for and ordered it before these loads (a SeqCst
+    /// fence, or `fence_for_wake`): `Doorbell::ring_fenced` on each, once
+    /// some rank sleeps at all (`anyone_asleep`).
+    #[inline]
+    pub fn wake_fenced(&self, ranks: impl IntoIterator<Item = usize>) {
+        if self.anyone_asleep() {
+            for r in ranks {
+                self.doorbell(r).ring_fenced();
+            }
+        }
+    }
+
     fn sleepers(&self) -> &AtomicU32 {
         // SAFETY: the word lies inside the header page, 64-byte aligned,
         // zero-initialised, and used only atomically.
@@ -548,7 +561,7 @@ mod tests {
     /// the whole timeout. Both ways of ordering wakes: barriers run by
     /// sleepers, fences run by wakers; and both ways of waking: the
     /// doorbell looked at always (`wake`), or only where the segment
-    /// counts a sleeper (`anyone_asleep`, as `coll::slots` rings).
+    /// counts a sleeper (`wake_fenced`, as `coll::slots` rings).
     #[test]
     fn wakes_are_never_lost() {
         for asymmetric in [true, false] {
@@ -613,9 +626,7 @@ mod tests {
                         seg.wake(1 - me);
                     } else {
                         seg.fence_for_wake();
-                        if seg.anyone_asleep() {
-                            seg.doorbell(1 - me).ring_fenced();
-                        }
+                        seg.wake_fenced([1 - me]);
                     }
                 }
                 slowest
