@@ -24,6 +24,11 @@ const PIDS_OFFSET: usize = 256;
 /// Where the count of registered sleepers lies (`Segment::anyone_asleep`):
 /// a line of its own, written only as ranks go to sleep and wake.
 const SLEEPERS_OFFSET: usize = 128;
+// The header's fields must end before the sleepers' line, and that line
+// before the pids.
+const _: () = assert!(
+    std::mem::size_of::<Header>() <= SLEEPERS_OFFSET && SLEEPERS_OFFSET + 64 <= PIDS_OFFSET
+);
 /// Most ranks one segment serves (pids must fit in the header page).
 pub const MAX_RANKS: usize = (HEADER_BYTES - PIDS_OFFSET) / 4;
 /// Upper bound on all rings together; large jobs get smaller rings.
