@@ -5,7 +5,11 @@
 # rank count with the median of the rounds, and the foundation targets' verdicts.
 # Usage: bench/compare.sh [--quick] [--tcp] [--ranks "2 4"] [--ops a,b] [--rounds R]
 #        [--libs "ferrocoll openmpi mpich"] [--timeout SECS] [--out DIR]
-#        [--args "extra mpibench args"] [--settle SECS]
+#        [--args "extra mpibench args"] [--settle SECS] [--untouched]
+# Every call's send buffer is written first (mpibench -t), as in a program
+# that sends what it has just computed; --untouched leaves it as it is, as
+# OSU's and IMB's ping-pongs do (a receiver reading it in place then finds it
+# in its own cache from the second call on).
 # --settle: before each run, wait up to SECS (default 20; 0 = never) for the
 #        host to leave its slow state (a cache-line round trip over twice the
 #        lower quartile of the probes so far), and run a run that ended in it
@@ -36,9 +40,10 @@ TIMEOUT=""
 OUT=""
 EXTRA=""
 SETTLE=20
+UNTOUCHED=0
 SETTLE_BUDGET=900
 
-usage() { sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -53,6 +58,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift ;;
     --args) EXTRA=$2; shift ;;
     --settle) SETTLE=$2; shift ;;
+    --untouched) UNTOUCHED=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -70,6 +76,7 @@ else
   TIMEOUT=${TIMEOUT:-300}
   MPICH_OVERSUB_ARGS="-r 3 -T 0.1"
 fi
+[ "$UNTOUCHED" = 1 ] || BENCH_ARGS="$BENCH_ARGS -t"
 # MPICH_OVERSUB_ARGS: MPICH (ch4) spins when ranks outnumber cores, so every
 # call costs a scheduler time slice (4-20 ms): fewer batches, smaller budget.
 NCORES=$(nproc)

@@ -24,10 +24,14 @@ declare -A probe=(
   [libopenmpi-dev]="cmd:mpicc.openmpi"
   [python3-pip]="cmd:pip3"
   [procps]="cmd:pgrep"
+  [netpipe-mpich2]="cmd:NPmpich2"
 )
 # procps: pgrep/pkill find and clean up the fault-injection ranks (tests/robustness/faults.sh).
 # pip downloads NVIDIA's NCCL wheel for the NCCL ABI test (c_tests/nccl/run_abi.sh).
-order=(build-essential cmake mpich libmpich-dev openmpi-bin libopenmpi-dev python3-pip procps)
+# netpipe-mpich2: NetPIPE built against MPICH, run unchanged on ferrocoll
+# (c_tests/run_netpipe.sh).
+order=(build-essential cmake mpich libmpich-dev openmpi-bin libopenmpi-dev python3-pip procps
+  netpipe-mpich2)
 
 have_dpkg=false
 command -v dpkg >/dev/null 2>&1 && have_dpkg=true

@@ -346,14 +346,38 @@ const BUFFER_AHEAD: usize = 4 << 20;
 
 /// Messages from this size are announced and wait for their receive, which
 /// then reads them from the sender's memory (`FrameKind::Pull`) where the
-/// two may not wait for each other's turn on a core. Alternated 2-rank
-/// runs, us, eager through the ring / pulled: pingpong 8 KiB 1.60 / 1.11,
-/// 16 KiB 2.66 / 1.30, 32 KiB 4.32 / 2.03 (Open MPI 1.61 at 16 KiB);
-/// sendrecv 8 KiB 1.79 / 1.35; halo 8 KiB 3.06 / 2.51, but 4 KiB 1.89 /
-/// 2.33. With 4 ranks on 2 cores a rendezvous waits for the receiver to
-/// get a core, which a `MPI_Sendrecv` cannot afford below
-/// `CROWDED_PAIRED_RNDV`.
-const PULL_RNDV: usize = 8 * 1024;
+/// two may not wait for each other's turn on a core. Below it they go
+/// through the ring: two copies, but the reader's comes from lines the
+/// writer has just handed over, and the sender's buffer stays in its own
+/// core. A program that writes what it sends (`bench/mpibench.c -t`;
+/// NetPIPE) leaves its buffer's lines modified in its core, and a read in
+/// place then fetches each from there, and the next write takes each back.
+/// Alternated 2-rank runs with `-t`, medians of 3, us, pulled from 8 KiB /
+/// from 64 KiB / from 256 KiB (Open MPI, MPICH): pingpong 8 KiB 3.41 /
+/// 2.14 / 2.13 (3.50, 2.03), 16 KiB 5.21 / 3.62 / 3.66 (5.22, 5.39), 32 KiB
+/// 9.11 / 6.32 / 6.39 (8.83, 8.47), 64 KiB 15.7 / 15.4 / 12.2 (15.2,
+/// 15.1), 128 KiB 22.2 / 23.2 / 22.0 (22.0, 21.6); sendrecv 8 KiB 4.48 /
+/// 2.29 / 2.37 (5.30, 2.16), 32 KiB 11.8 / 6.96 / 7.51, 64 KiB 20.8 / 21.5
+/// / 14.4 (21.4, 21.5), 128 KiB 34.0 / 35.0 / 27.4 (36.2, 36.1); halo 8
+/// KiB 6.60 / 4.01 / 3.93 (7.09, 4.18), 32 KiB 14.8 / 13.4 / 13.6, 64 KiB
+/// 25.1 / 25.5 / 25.6, 128 KiB 43.9 / 45.4 / 50.0. NetPIPE (`NPmpich2`,
+/// which sends from the buffer it received into) read 8 KiB at 3.0-3.4 us
+/// pulled and 2.1 through the ring (MPICH 2.0), 16 KiB 4.6 and 3.5 (5.3).
+/// A buffer that never changes reads faster pulled, since the reader's
+/// core keeps its lines from the last call: without `-t`, pingpong 16 KiB
+/// 1.89 pulled, 3.72 through the ring (Open MPI 2.44), 64 KiB 4.43 and
+/// 11.0 (4.92).
+const PULL_RNDV: usize = 128 * 1024;
+/// `PULL_RNDV` where ranks outnumber cores, for sends other than paired
+/// ones (`CROWDED_PAIRED_RNDV`): a read in place waits for the receiver to
+/// get a core, but a halo's messages through the ring wait for the
+/// receiver to empty it. 4 ranks on 2 cores, `-t`, alternated, medians of
+/// 3, us, pulled from 8 KiB / from 64 KiB / from 128 KiB (Open MPI): halo
+/// 8 KiB 17.3 / 12.6 / 13.0 (14.4), 16 KiB 23.3 / 23.5 / 23.5 (20.8), 32
+/// KiB 34.2 / 40.7 / 40.4 (33.2), 64 KiB 55.5 / 56.2 / 73.0 (58.0);
+/// pingpong 8 KiB 3.63 / 2.38 / 2.36 (4.01), 32 KiB 9.62 / 5.85 / 5.62
+/// (9.67), 64 KiB 17.8 / 17.8 / 11.1 (16.0).
+const CROWDED_PULL_RNDV: usize = 32 * 1024;
 /// Messages from this size that the receive holds whole are shared: the
 /// receiver reads the front half while the sender writes the back half
 /// (`FrameKind::Share`), so both cores copy, as through the ring, but once.
@@ -411,24 +435,24 @@ pub enum SendKind {
 
 /// Where reads work and ranks outnumber cores, a `SendKind::Paired` send
 /// leaves eagerly below this size, though others are read in place from
-/// `PULL_RNDV`. An eager send completes once the ring takes it, and the
-/// call then waits only for its own receive; a pulled one waits for its
-/// receiver to get a core. 4 ranks on 2 cores, alternated, us, eager /
-/// pulled from 8 KiB for every send (Open MPI in the last compare run):
-/// sendrecv 8 KiB 4.10 / 6.27 (4.96), 16 KiB 5.55 / 6.82, but halo 8 KiB
-/// 10.8 / 8.4 (8.7), 16 KiB 15.8 / 10.3 and pingpong 8 KiB 1.86 / 1.28
-/// (1.86), 16 KiB 2.96 / 1.51; collectives alike. (Pulled from 32 KiB
-/// before: sendrecv 32 KiB 8.7 / 9.5-9.7.)
-const CROWDED_PAIRED_RNDV: usize = 32 * 1024;
+/// `CROWDED_PULL_RNDV`. An eager send completes once the ring takes it,
+/// and the call then waits only for its own receive; a pulled one waits
+/// for its receiver to get a core. 4 ranks on 2 cores, `-t`, alternated,
+/// medians of 3, us, pulled from 8 KiB / from 64 KiB / from 128 KiB (Open
+/// MPI): sendrecv 32 KiB 28.0 / 15.5 / 15.3 (17.8), 64 KiB 43.3 / 43.2 /
+/// 30.5 (29.3), 128 KiB 75.4 / 73.5 / 73.5 (51.0).
+const CROWDED_PAIRED_RNDV: usize = 128 * 1024;
 /// `rndv_min` elsewhere (the ring's rendezvous saves a copy into a buffer,
 /// for one round trip more).
 const RING_RNDV: usize = 64 * 1024;
 
 /// `Engine::rndv_min` unless `FERROCOLL_RNDV_BYTES` sets it.
-fn rndv_default(pull: bool) -> usize {
-    params()
-        .rndv_min
-        .unwrap_or(if pull { PULL_RNDV } else { RING_RNDV })
+fn rndv_default(pull: bool, crowded: bool) -> usize {
+    params().rndv_min.unwrap_or(match (pull, crowded) {
+        (true, false) => PULL_RNDV,
+        (true, true) => CROWDED_PULL_RNDV,
+        (false, _) => RING_RNDV,
+    })
 }
 
 /// Most bytes one `drain` call reads from a link before returning.
@@ -553,7 +577,7 @@ impl Engine {
         // bcast 0.151-0.154 / 0.141-0.145 / 0.139-0.140. Messages keep
         // `spin`: 4-rank pingpong 8 B took 0.26 us at 16 and 0.34-0.39 at 6.
         self.slot_spin = if crowded { self.spin.min(6) } else { self.spin };
-        self.rndv_min = rndv_default(self.cma);
+        self.rndv_min = rndv_default(self.cma, crowded);
         self.informed = crowded && self.tcp.is_none() && self.seg.is_some();
         self.crowded = crowded;
         self.note_running();
@@ -639,7 +663,7 @@ impl Engine {
             slot_epoch: 0,
             far: Default::default(),
             spare: Vec::new(),
-            rndv_min: rndv_default(params().cma),
+            rndv_min: rndv_default(params().cma, false),
             tcp: None,
             cancel: None,
             hosts: vec![0; n],
@@ -1133,7 +1157,7 @@ impl Engine {
     /// Stops this rank reading peers' memory, as a refused read does.
     pub fn stop_pulls(&mut self) {
         self.cma = false;
-        self.rndv_min = rndv_default(false);
+        self.rndv_min = rndv_default(false, self.crowded);
     }
 
     /// The process id of world rank `w`, if it shares this host's segment.
@@ -2839,8 +2863,8 @@ mod tests {
 
     /// Where ranks outnumber cores, a paired send (`MPI_Sendrecv`'s) below
     /// `CROWDED_PAIRED_RNDV` leaves eagerly, while a plain one of the same
-    /// size waits for its reader; elsewhere both wait. Fails if either
-    /// chooses otherwise.
+    /// size (from `CROWDED_PULL_RNDV`) waits for its reader; elsewhere both
+    /// wait from `PULL_RNDV`. Fails if either chooses otherwise.
     #[test]
     fn paired_sends_leave_eagerly_where_ranks_outnumber_cores() {
         if params().rndv_min.is_some() || !params().cma {
@@ -2849,21 +2873,24 @@ mod tests {
         }
         let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
         let mut tx = Engine::over_shm(0, seg);
-        let data = vec![3u8; CROWDED_PAIRED_RNDV / 2];
-        assert!(data.len() >= tx.rndv_min);
-        // SAFETY: `data` outlives the engine, dropped first.
-        let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
-        for crowded in [false, true] {
+        // Within one ring chunk, which `send_now` writes at once.
+        let crowded_len = CROWDED_PULL_RNDV + CROWDED_PULL_RNDV / 2;
+        assert!((CROWDED_PULL_RNDV..CROWDED_PAIRED_RNDV).contains(&crowded_len));
+        let bufs = [vec![3u8; PULL_RNDV], vec![3u8; crowded_len]];
+        for (crowded, data) in [(false, &bufs[0]), (true, &bufs[1])] {
+            // SAFETY: `bufs` outlives the engine, dropped first.
+            let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
             tx.crowded = crowded;
+            tx.rndv_min = rndv_default(true, crowded);
             let paired = tx.isend_as(1, 7, 1, raw, "send", SendKind::Paired).unwrap();
             let plain = tx.isend(1, 7, 1, raw, "send").unwrap();
             assert_eq!(tx.is_done(paired), crowded, "crowded {crowded}");
             assert!(!tx.is_done(plain), "crowded {crowded}");
             assert_eq!(
-                tx.send_now(1, 7, 1, &data, SendKind::Paired).unwrap(),
+                tx.send_now(1, 7, 1, data, SendKind::Paired).unwrap(),
                 crowded
             );
-            assert!(!tx.send_now(1, 7, 1, &data, SendKind::Plain).unwrap());
+            assert!(!tx.send_now(1, 7, 1, data, SendKind::Plain).unwrap());
         }
         drop(tx);
     }
