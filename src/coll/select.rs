@@ -7,7 +7,7 @@
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 16 KiB (128 KiB to 8 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB, stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 32 KiB where ranks do not outnumber cores, else slots up to 64 KiB, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB, pull above (up to 16 MiB where ranks do not outnumber cores), stream above that; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
-//! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (512 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: direct below 64 KiB or at 2 ranks, ring above |
+//! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total, stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 16 KiB in total (128 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 32 KiB sent per rank (512 KiB where ranks outnumber cores, and there messages read in place from 128 KiB, `alltoall_messages`); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
@@ -125,10 +125,35 @@ pub fn pull(c: &Ctx, coll: &str, bytes: usize, auto: fn(usize, bool) -> bool) ->
 /// 3.12 / 1.85 / 2.44, 512 KiB 30.3 / 14.6 / 15.1, 8 MiB 780 / 679 / 684,
 /// 32 MiB 3796-4752 / 2948 / 2979; 4 ranks on 2 cores 128 KiB 14.7 / 19.9
 /// / 29.2, 512 KiB 61.7 / 55.1 / 84.4, 2 MiB 348 / 285 / 439, 32 MiB
-/// 10325 / 8415 / 10009.
+/// 10325 / 8415 / 10009. Those inputs never changed, and the reader's core
+/// kept their lines from the last call; written before each call
+/// (`bench/mpibench.c -t`), 4 ranks on 2 cores, alternated, medians of 3,
+/// us, pulled / streamed (Open MPI): 512 KiB 163 / 124 (170), 2 MiB 652 /
+/// 496 (646), 8 MiB 2121-2192 / 2052-2202 (2509), 32 MiB 14819 / 19424.
 pub fn pull_allgather(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 512 << 10 } else { 32 << 10 }
+    bytes >= if crowded { 8 << 20 } else { 32 << 10 }
 }
+
+/// Whether an allgather of `total` bytes pulls. Not with 2 ranks on cores
+/// of their own: those figures came from buffers that never changed, whose
+/// lines the reader's core kept from the last call. Where each call's
+/// input is written first (`bench/mpibench.c -t`), 2 ranks, alternated,
+/// medians of 3, us, pulled / streamed / as messages (`Direct`) (Open MPI,
+/// MPICH): 32 KiB 7.37 / 4.20 / 4.56 (8.07, 7.19), 128 KiB 22.5 / 16.0 /
+/// 16.6 (30.4, 18.9), 512 KiB 79.9 / 57.9 / 68.4 (108, 61.9), 2 MiB 336 /
+/// 310 / 230 (336, 258), 8 MiB 1029 / 1237 / 994 (1019, 1061), 32 MiB 6207
+/// / 11101 / 5610 (6523, 6292): streamed below `ALLGATHER_DIRECT`, as
+/// messages from it (`allgather`).
+pub fn allgather_pulls(c: &Ctx, total: usize) -> bool {
+    if c.size() == 2 && !c.eng.crowded() && c.forced("allgather").is_none() {
+        return false;
+    }
+    pull(c, "allgather", total, pull_allgather)
+}
+
+/// Bytes gathered from which a 2-rank allgather whose ranks have cores of
+/// their own goes as messages (`allgather_pulls`).
+const ALLGATHER_DIRECT: usize = 1 << 20;
 
 /// All-to-all, `bytes` sent by each rank: 2 ranks 8 KiB 1.10 / 1.14 /
 /// 1.81, 32 KiB 3.26 / 1.83 / 2.43, 512 KiB 33.2 / 14.3 / 14.8, 32 MiB
@@ -341,6 +366,7 @@ pub fn allgather(c: &Ctx, total: usize) -> Allgather {
         Some("stream") if c.has_slots() => Allgather::Stream,
         Some("direct") => Allgather::Direct,
         Some("ring") => Allgather::Ring,
+        _ if c.size() == 2 && !c.eng.crowded() && total >= ALLGATHER_DIRECT => Allgather::Direct,
         _ if c.has_slots() && total > READ_LIMIT => Allgather::Stream,
         _ if total < 64 * 1024 || c.size() <= 2 => Allgather::Direct,
         _ => Allgather::Ring,
