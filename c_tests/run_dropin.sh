@@ -36,19 +36,8 @@ if [ -z "$launcher" ] || [ -z "$dropin" ] || [ -z "$src" ] || [ -z "$refbin" ] |
 fi
 
 MPICC_MPICH=${MPICC_MPICH:-mpicc.mpich}
-if ! command -v "$MPICC_MPICH" >/dev/null 2>&1; then
-  if [ "${CI:-}" = "true" ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      apt-get update -qq && apt-get install -y -qq libmpich-dev >/dev/null ||
-        { echo "run_dropin.sh: installing libmpich-dev failed" >&2; exit 1; }
-    fi
-    command -v "$MPICC_MPICH" >/dev/null 2>&1 ||
-      { echo "run_dropin.sh: $MPICC_MPICH not found and CI=true" >&2; exit 1; }
-  else
-    echo "SKIP: mpicc.mpich not found"
-    exit 0
-  fi
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/need_tool.sh"
+need_tool run_dropin.sh "$MPICC_MPICH" libmpich-dev
 for tool in readelf ldd; do
   command -v "$tool" >/dev/null 2>&1 || { echo "run_dropin.sh: $tool not found" >&2; exit 1; }
 done

@@ -32,19 +32,8 @@ if [ -z "$launcher" ] || [ -z "$dropin" ] || [ -z "$work" ]; then
 fi
 
 NETPIPE=${NETPIPE:-NPmpich2}
-if ! command -v "$NETPIPE" >/dev/null 2>&1; then
-  if [ "${CI:-}" = "true" ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      apt-get update -qq && apt-get install -y -qq netpipe-mpich2 >/dev/null ||
-        { echo "run_netpipe.sh: installing netpipe-mpich2 failed" >&2; exit 1; }
-    fi
-    command -v "$NETPIPE" >/dev/null 2>&1 ||
-      { echo "run_netpipe.sh: $NETPIPE not found and CI=true" >&2; exit 1; }
-  else
-    echo "SKIP: NPmpich2 not found (apt-get install netpipe-mpich2)"
-    exit 0
-  fi
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/need_tool.sh"
+need_tool run_netpipe.sh "$NETPIPE" netpipe-mpich2
 np_bin=$(command -v "$NETPIPE")
 mkdir -p "$work" || exit 2
 dropin_real=$(cd "$dropin" && pwd -P) || { echo "run_netpipe.sh: no dir $dropin" >&2; exit 1; }

@@ -42,19 +42,8 @@ mkdir -p "$work" || exit 2
 
 # --- Find MPICH -------------------------------------------------------------
 MPICC_MPICH=${MPICC_MPICH:-mpicc.mpich}
-if ! command -v "$MPICC_MPICH" >/dev/null 2>&1; then
-  if [ "${CI:-}" = "true" ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      apt-get update -qq && apt-get install -y -qq libmpich-dev >/dev/null ||
-        { echo "check_abi.sh: installing libmpich-dev failed" >&2; exit 1; }
-    fi
-    command -v "$MPICC_MPICH" >/dev/null 2>&1 ||
-      { echo "check_abi.sh: $MPICC_MPICH not found and CI=true" >&2; exit 1; }
-  else
-    echo "SKIP: mpicc.mpich not found"
-    exit 0
-  fi
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../need_tool.sh"
+need_tool check_abi.sh "$MPICC_MPICH" libmpich-dev
 show=$("$MPICC_MPICH" -show) || { echo "check_abi.sh: $MPICC_MPICH -show failed" >&2; exit 1; }
 cc=$(printf '%s\n' "$show" | awk '{print $1}')
 mpich_inc=""

@@ -145,7 +145,7 @@ pub fn pull_allgather(bytes: usize, crowded: bool) -> bool {
 /// / 11101 / 5610 (6523, 6292): streamed below `ALLGATHER_DIRECT`, as
 /// messages from it (`allgather`).
 pub fn allgather_pulls(c: &Ctx, total: usize) -> bool {
-    if c.size() == 2 && !c.eng.crowded() && c.forced("allgather").is_none() {
+    if two_on_own_cores(c) && c.forced("allgather").is_none() {
         return false;
     }
     pull(c, "allgather", total, pull_allgather)
@@ -154,6 +154,11 @@ pub fn allgather_pulls(c: &Ctx, total: usize) -> bool {
 /// Bytes gathered from which a 2-rank allgather whose ranks have cores of
 /// their own goes as messages (`allgather_pulls`).
 const ALLGATHER_DIRECT: usize = 1 << 20;
+
+/// Whether the communicator has 2 ranks and ranks do not outnumber cores.
+fn two_on_own_cores(c: &Ctx) -> bool {
+    c.size() == 2 && !c.eng.crowded()
+}
 
 /// All-to-all, `bytes` sent by each rank: 2 ranks 8 KiB 1.10 / 1.14 /
 /// 1.81, 32 KiB 3.26 / 1.83 / 2.43, 512 KiB 33.2 / 14.3 / 14.8, 32 MiB
@@ -366,7 +371,7 @@ pub fn allgather(c: &Ctx, total: usize) -> Allgather {
         Some("stream") if c.has_slots() => Allgather::Stream,
         Some("direct") => Allgather::Direct,
         Some("ring") => Allgather::Ring,
-        _ if c.size() == 2 && !c.eng.crowded() && total >= ALLGATHER_DIRECT => Allgather::Direct,
+        _ if two_on_own_cores(c) && total >= ALLGATHER_DIRECT => Allgather::Direct,
         _ if c.has_slots() && total > READ_LIMIT => Allgather::Stream,
         _ if total < 64 * 1024 || c.size() <= 2 => Allgather::Direct,
         _ => Allgather::Ring,
