@@ -19,7 +19,12 @@ pub fn allgatherv(
     if select::allgather_pulls(c, total) && pull::allgatherv(c, send, recv, blocks)? {
         return Ok(());
     }
-    if select::slots(c, "allgather", fits, total <= slots::READ_LIMIT) {
+    if select::slots(
+        c,
+        "allgather",
+        fits,
+        total <= select::read_limit(c, "allgather"),
+    ) {
         return slots::allgatherv(c, send, recv, blocks);
     }
     match select::allgather(c, total) {

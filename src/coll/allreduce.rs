@@ -26,7 +26,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     }
     let (fits, cheap) = (
         recv.len() <= SLOT_DATA,
-        recv.len() * c.size() <= slots::READ_LIMIT,
+        recv.len() * c.size() <= select::read_limit(c, "allreduce"),
     );
     // Decided first: the small calls that take the slots then skip the
     // algorithm choice (a forced algorithm turns the slots off), and a

@@ -23,9 +23,6 @@ pub fn alltoall(
     {
         return Ok(());
     }
-    if uniform && select::alltoall_messages(c, len) {
-        return messages(c, send, sblocks, recv, rblocks);
-    }
     if uniform && select::alltoall_stream(c, len) {
         return stream::alltoall(c, send, recv, rblocks);
     }

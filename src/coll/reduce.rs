@@ -24,7 +24,10 @@ pub fn reduce(
         {
             return Ok(());
         }
-        let (fits, cheap) = (bytes <= SLOT_DATA, bytes * c.size() <= slots::READ_LIMIT);
+        let (fits, cheap) = (
+            bytes <= SLOT_DATA,
+            bytes * c.size() <= select::read_limit(c, "reduce"),
+        );
         if select::slots(c, "reduce", fits, cheap) {
             return slots::reduce(c, send, recv, root, red);
         }

@@ -4,15 +4,15 @@
 //!
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
-//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 16 KiB (128 KiB to 8 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB, stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
-//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 32 KiB where ranks do not outnumber cores, else slots up to 64 KiB, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
-//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB, pull above (up to 16 MiB where ranks do not outnumber cores), stream above that; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
-//! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total, stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
-//! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 16 KiB in total (128 KiB where ranks outnumber cores), else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
-//! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 32 KiB sent per rank (512 KiB where ranks outnumber cores, and there messages read in place from 128 KiB, `alltoall_messages`); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
+//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (1 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
+//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, else slots up to 64 KiB, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
+//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 128 KiB where ranks outnumber cores and from 8 MiB elsewhere; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
+//! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
+//! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
+//! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 16 KiB per rank (32 KiB where ranks outnumber cores); else slots (a part too large for a slot goes as a message); scatter and the v-variants pull only when forced |
+//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 32 KiB per rank; else slots (a part too large for a slot goes as a message); scatter and the v-variants pull only when forced |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
@@ -114,12 +114,16 @@ pub fn pull(c: &Ctx, coll: &str, bytes: usize, auto: fn(usize, bool) -> bool) ->
     }
 }
 
-// When collectives pull, from alternated runs of `bench/mpibench.c` on
-// this 2-core host, us, medians of 2 (slots or streamed / pulled / Open
-// MPI, which reads its peers' memory as well). Scatter never pulls by
-// itself: its parts too large for a slot go as messages, which the
-// receiver reads in the sender's memory anyway (2 ranks, scatter 2 MiB 74
-// / 75 / 75). Nor do the v-variants, whose sizes only the root knows.
+// When collectives pull, from alternated runs of `bench/mpibench.c -t`
+// (every call's input written first, as a program writes what it sends:
+// a read in place then fetches each line from the writer's core) on this
+// 2-core host, us, medians of 3-7, streamed or slots / pulled (Open MPI,
+// MPICH). Scatter never pulls by itself: its parts too large for a slot
+// go as messages, which the receiver reads in the sender's memory anyway.
+// Nor do the v-variants, whose sizes only the root knows. Figures from
+// inputs that never changed, where the reader's core kept their lines
+// from the last call and reads in place won from 16-32 KiB, are in the
+// history of this file.
 
 /// Allgather, `bytes` gathered: 2 ranks 8 KiB 1.13 / 1.16 / 1.83, 32 KiB
 /// 3.12 / 1.85 / 2.44, 512 KiB 30.3 / 14.6 / 15.1, 8 MiB 780 / 679 / 684,
@@ -160,92 +164,97 @@ fn two_on_own_cores(c: &Ctx) -> bool {
     c.size() == 2 && !c.eng.crowded()
 }
 
-/// All-to-all, `bytes` sent by each rank: 2 ranks 8 KiB 1.10 / 1.14 /
-/// 1.81, 32 KiB 3.26 / 1.83 / 2.43, 512 KiB 33.2 / 14.3 / 14.8, 32 MiB
-/// 5127 / 3704 / 3896; 4 ranks 32 KiB 7.19 / 10.6 / 12.0, 128 KiB 21.0 /
-/// 18.1 / 18.3, 512 KiB 119 / 62 / 63, 8 MiB 2249 / 1420 / 1455. Where
-/// ranks outnumber cores, messages now win below 512 KiB
-/// (`alltoall_messages`).
+/// All-to-all, `bytes` sent by each rank: 2 ranks 32 KiB 4.36 / 7.84
+/// (8.72, 12.6), 1 MiB 174 / 196 (193, 178), 2 MiB 348 / 306 (298, 304),
+/// 8 MiB 1381 / 1188, 32 MiB 11063 / 8928; 4 ranks on 2 cores, messages
+/// read in place / streamed / pulled: 128 KiB 65.0 / 51.0 / 67.4, 512 KiB
+/// 231 / 212 / 225, 1 MiB 383 / 468 / 374, 4 MiB - / 1725 / 1235 (1312).
 pub fn pull_alltoall(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 512 << 10 } else { 32 << 10 }
+    bytes >= if crowded { 1 << 20 } else { 2 << 20 }
 }
 
-/// Broadcast, read whole: 2 ranks 32 KiB 1.58 / 1.69 / 2.14, 128 KiB 6.82
-/// / 4.58 / 5.06, 512 KiB 27.9 / 15.9 / 16.6, but 2 MiB 140 / 210 / 173
-/// and 32 MiB 2481 / 3234 / 3294, where the root's copies into the slots
-/// and the readers' copies out run on both cores at once; 4 ranks on 2
-/// cores 2 MiB 292 / 498 / 495, 128 KiB 12.7 / 17.2 / 21.0. Shared (the
-/// root writes the back of the vector meanwhile, `share_bcast`), 2 ranks,
-/// alternated, us, slots or streamed / read whole / shared: 16 KiB 0.83 /
-/// 1.13 / 1.35, 32 KiB 1.76 / 1.83 / 1.58, 64 KiB 3.8 / 2.9 / 2.3, 512 KiB
-/// 16.8 / 16.8 / 9.5, 2 MiB 142 / 219 / 52, 8 MiB 614 / 816 / 362, 32 MiB
-/// 2709 / 4969 / 1625.
+/// Broadcast, shared (the root writes the back of the vector meanwhile,
+/// `share_bcast`): 2 ranks 128 KiB 12.3 / 21.1 (31.5, 30.8), 1 MiB 110 /
+/// 155 (247, 249), 2 MiB 306 / 263 (375, 389), 8 MiB 1189 / 982, 32 MiB
+/// 5321 / 4248. Where ranks outnumber cores, read whole, 4 ranks 512 KiB
+/// 128 / 199 (206), 2 MiB 592 / 718 (620): the root's writes would wait
+/// for the readers' cores.
 pub fn pull_bcast(bytes: usize, crowded: bool) -> bool {
-    !crowded && bytes >= SHARE_BCAST
+    !crowded && bytes >= 2 << 20
 }
 
-/// From this many bytes a pulled broadcast is shared where ranks do not
-/// outnumber cores (figures at `pull_bcast`).
+/// From this many bytes a pulled broadcast (where forced below
+/// `pull_bcast`'s sizes) is shared where ranks do not outnumber cores:
+/// with unchanged inputs, 2 ranks, alternated, us, read whole / shared,
+/// 32 KiB 1.83 / 1.58, 512 KiB 16.8 / 9.5, 32 MiB 4969 / 1625.
 const SHARE_BCAST: usize = 32 << 10;
 
 /// Whether a pulled broadcast of `bytes` is shared (`pull::bcast`): not
 /// where ranks outnumber cores, where the root's writes would wait for
 /// the readers' cores.
 pub fn share_bcast(c: &Ctx, bytes: usize) -> bool {
-    pull_bcast(bytes, c.eng.crowded())
+    !c.eng.crowded() && bytes >= SHARE_BCAST
 }
 
-/// Reduce, `bytes` per rank (every rank folds one block, `pull::reduce`),
-/// against streamed (Open MPI): 2 ranks 128 KiB 7.0 / 9.8 (7.9), 512 KiB
-/// 25 / 42 (30), 2 MiB 171 / 252 (313), 8 MiB 848 / 1035 (1260), 16 MiB
-/// 1580 / 2140, but 32 MiB 6150-7035 / 5770-5870; 4 ranks on 2 cores 128
-/// KiB 24 / 30 (34), 2 MiB 411 / 661 (987), 32 MiB 12773 / 15375 (24515).
+/// Reduce, `bytes` per rank (every rank folds one block, `pull::reduce`):
+/// 2 ranks 128 KiB 18.7 / 30.8 (35.4), 512 KiB 80.7 / 123, 1 MiB 236 /
+/// 239, 4 MiB 790 / 854, 8 MiB 1651 / 1649, 32 MiB 13841 / 13945: from 8
+/// MiB, where they tie at 2 ranks and more ranks share the folding; 4
+/// ranks on 2 cores 64 KiB 42.9 / 49.3, 128 KiB 97.2 / 79.7, 512 KiB 406
+/// / 296, 4 MiB 3097 / 1662 (2727).
 pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
-    bytes > SLOT_DATA && (crowded || bytes <= 16 << 20)
+    bytes >= if crowded { 2 * SLOT_DATA } else { 8 << 20 }
 }
 
 /// Allreduce, `bytes` per rank (every rank folds one block and writes it
-/// to all, `pull::allreduce`), against the slots or streamed (Open MPI):
-/// 2 ranks 8 KiB 1.97 / 2.17 (5.2), 16 KiB 2.2 / 3.8, 64 KiB 4.6 / 7.5,
-/// 512 KiB 28 / 59 (76), 2 MiB 214 / 352 (403), 8 MiB 884 / 1480 (1618),
-/// 32 MiB 7559 / 9730 (15698), 64 MiB 16962 / 19767; 4 ranks on 2 cores
-/// 64 KiB 21.2 / 19.5, 128 KiB 32.0 / 32.1 (73), 512 KiB 124 / 185 (262),
-/// 2 MiB 604 / 724 (1167), 8 MiB 2974 / 3090 (4626), but 32 MiB 25035 /
-/// 20070 (42470).
+/// to all, `pull::allreduce`): 2 ranks 16 KiB 4.38 / 6.47 (9.49, 6.99),
+/// 64 KiB 14.3 / 16.6 (21.0, 25.9), 128 KiB 29.1 / 29.1 (34.7, 42.9), 512
+/// KiB 126 / 108 (136, 157), 4 MiB 1207 / 773, 16 MiB 6514 / 3343; 4
+/// ranks on 2 cores 128 KiB 74.4 / 93.0, 512 KiB 354 / 345, 1 MiB 683 /
+/// 598, 4 MiB 2765 / 2277, 32 MiB 39322 / 33872.
 pub fn pull_allreduce(bytes: usize, crowded: bool) -> bool {
-    if crowded {
-        (128 << 10..=8 << 20).contains(&bytes)
-    } else {
-        bytes >= 16 << 10
-    }
+    bytes >= if crowded { 1 << 20 } else { 128 << 10 }
 }
 
 /// Reduce-scatter, `bytes` in total (each rank folds its own block,
-/// `pull::reduce_scatter`), against the slots or streamed (Open MPI,
-/// MPICH), alternated, us, by bytes in total (as `bench/mpibench.c`
-/// prints them): 2 ranks 8 KiB 1.29 / 1.17, 16 KiB 1.43-1.46 / 1.75-1.76,
-/// 64 KiB 2.9 / 4.9, 128 KiB 4.6 / 9.4 (44, 22), 512 KiB 16.8 / 35.8
-/// (190, 33), 8 MiB 595 / 917 (3976, 1009), 32 MiB 3538 / 4475 (22927,
-/// 7763); 4 ranks on 2 cores 32 KiB 11.6 / 7.9, 128 KiB 20.3 / 27.1, 512
-/// KiB 63 / 108, 8 MiB 1627 / 2016.
-pub fn pull_reduce_scatter(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 128 << 10 } else { 16 << 10 }
+/// `pull::reduce_scatter`): 2 ranks 64 KiB 10.0 / 13.5, 512 KiB 81.4 /
+/// 97.1, 1 MiB 199 / 198, 2 MiB 428 / 314 (1524, 491), 8 MiB 1723 / 1169;
+/// 4 ranks on 2 cores 512 KiB 218 / 254, 1 MiB 471 / 430, 2 MiB 988 / 773
+/// (3946), 8 MiB 4060 / 2971.
+pub fn pull_reduce_scatter(bytes: usize, _crowded: bool) -> bool {
+    bytes >= 1 << 20
 }
 
 /// Gather (`MPI_Gather`), `bytes` per rank, where every rank writes its
-/// block into the root's buffer (`pull::gatherv`), against the slots and
-/// messages, which the root reads (Open MPI), alternated, us, by bytes
-/// per rank (`bench/mpibench.c` prints n times as many): 2 ranks 4 KiB
-/// 0.82 / 0.37, 16 KiB 1.09 / 1.28 (1.73), 256 KiB 8.6 / 14.2 (14.3), 1
-/// MiB 48 / 106 (158), 16 MiB 1623 / 2080 (2640). 4 ranks on 2 cores,
-/// since the root reads the blocks of the ranks on its own core
-/// (`pull::gatherv`; before, pulled 128 KiB 22.3 and 256 KiB 41.7),
-/// medians of 4, slots / pulled (Open MPI, medians of 3): 8 KiB 1.76 /
-/// 4.44 (7.1), 16 KiB 4.3 / 4.8 (10.2), 32 KiB 7.9 / 5.8 (8.2), 64 KiB
-/// 12.9 / 7.8 (12.1), 128 KiB 21.6 / 13.9 (20.8), 256 KiB 64 / 24 (67),
-/// 512 KiB 198 / 54 (209), 1 MiB 387 / 188 (411), 2 MiB 763 / 425 (784).
-pub fn pull_gather(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 32 << 10 } else { 16 << 10 }
+/// block into the root's buffer (`pull::gatherv`; where ranks outnumber
+/// cores the root reads the blocks of the ranks on its own core), against
+/// the slots and messages, which the root reads, by bytes per rank
+/// (`bench/mpibench.c` prints n times as many): 2 ranks 16 KiB 2.41 /
+/// 3.02, 32 KiB 5.86 / 4.62, 64 KiB 10.2 / 7.44 (18.8, 22.2), 512 KiB 176
+/// / 45.7 (167, 156); 4 ranks on 2 cores 16 KiB 6.72 / 9.75, 32 KiB 13.9
+/// / 12.0 (20.5), 256 KiB 146 / 44.9 (159).
+pub fn pull_gather(bytes: usize, _crowded: bool) -> bool {
+    bytes >= 32 << 10
+}
+
+/// Most bytes one rank reads from all slots together in an automatically
+/// chosen `coll` (allgather, allreduce or reduce; above it they stream).
+/// `bench/mpibench.c -t`, alternated, medians of 5-7, us, slots /
+/// streamed: 2 ranks on cores of their own, allgather (in total) 16 KiB
+/// 2.57 / 2.53, 32 KiB 4.54 / 4.03; allreduce (per rank) 16 KiB 4.64 /
+/// 4.53, 32 KiB 9.87 / 8.20; reduce (per rank) 32 KiB 3.80 / 4.37, 64 KiB
+/// 8.0 / 8.8. 4 ranks on 2 cores, allgather 64 KiB 13.1 / 14.5;
+/// allreduce 16 KiB 12.8 / 14.0, 32 KiB 27.2 / 21.1; reduce 4 KiB 1.49 /
+/// 1.62, 8 KiB 3.44 / 2.55, 16 KiB 7.49 / 4.82.
+pub fn read_limit(c: &Ctx, coll: &str) -> usize {
+    let pair = two_on_own_cores(c);
+    match coll {
+        "allgather" if pair => 16 << 10,
+        "allreduce" if pair => 32 << 10,
+        "reduce" if pair => 2 * SLOT_DATA,
+        "reduce" if c.eng.crowded() => 16 << 10,
+        _ => READ_LIMIT,
+    }
 }
 
 /// For scatter and the v-variants (see above).
@@ -328,7 +337,7 @@ pub fn allreduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> All
         Some("ring") if ring_ok => Allreduce::Ring,
         Some("recursive_doubling") => Allreduce::RecursiveDoubling,
         Some("reduce_bcast") => Allreduce::ReduceBcast,
-        _ if stream_ok && bytes * c.size() > READ_LIMIT => Allreduce::Stream,
+        _ if stream_ok && bytes * c.size() > read_limit(c, "allreduce") => Allreduce::Stream,
         _ if ring_ok && bytes >= 64 * 1024 => Allreduce::Ring,
         _ => Allreduce::RecursiveDoubling,
     }
@@ -354,7 +363,7 @@ pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce
         Some("stream") if stream_ok => Reduce::Stream,
         Some("binomial") => Reduce::Binomial,
         Some("rsag") if rsag_ok => Reduce::Rsag,
-        _ if stream_ok && bytes * c.size() > READ_LIMIT => Reduce::Stream,
+        _ if stream_ok && bytes * c.size() > read_limit(c, "reduce") => Reduce::Stream,
         // Binomial receives fold each piece as it lands, which beat rsag
         // over TCP at 2 and 4 ranks at every size (2 ranks, 2 MiB: 481 us
         // against 908 us; 32 MiB: 14.5 ms against 21.5 ms). Past 4 ranks
@@ -372,7 +381,7 @@ pub fn allgather(c: &Ctx, total: usize) -> Allgather {
         Some("direct") => Allgather::Direct,
         Some("ring") => Allgather::Ring,
         _ if two_on_own_cores(c) && total >= ALLGATHER_DIRECT => Allgather::Direct,
-        _ if c.has_slots() && total > READ_LIMIT => Allgather::Stream,
+        _ if c.has_slots() && total > read_limit(c, "allgather") => Allgather::Stream,
         _ if total < 64 * 1024 || c.size() <= 2 => Allgather::Direct,
         _ => Allgather::Ring,
     }
@@ -415,26 +424,6 @@ pub fn alltoall_stream(c: &Ctx, block: usize) -> bool {
         // Unset, or a name that is not an alltoall algorithm: automatic.
         _ => n * (16 + block) > SLOT_DATA,
     }
-}
-
-/// Whether an all-to-all whose blocks are all `block` bytes goes as
-/// messages, read in place, though it would stream: where ranks outnumber
-/// cores and reads work, from 128 KiB sent by each rank to the pulled
-/// sizes (`pull_alltoall`). Since a `Done` marks its sender
-/// (`Engine::mark_work`) they beat the stream and the pull there: 4 ranks
-/// on 2 cores, alternated, us, stream / pulled / messages, medians of 6:
-/// 128 KiB 22.2 / 20.3 / 19.2, 256 KiB 48.6 / 31.7 / 29.5, 512 KiB 121 /
-/// 67 / 70; of 10, pulled / messages: 128 KiB 18.8 / 17.7 (Open MPI 18.5
-/// in the last compare run), 256 KiB 30.6 / 29.0, 512 KiB 65.9 / 70.1
-/// (67.0). At 64 KiB the stream wins (12.1 / 13.3 messages).
-pub fn alltoall_messages(c: &Ctx, block: usize) -> bool {
-    let bytes = c.size() * block;
-    c.forced("alltoall")
-        .is_none_or(|name| !known("alltoall", name))
-        && c.pulls()
-        && c.eng.crowded()
-        && bytes >= 128 << 10
-        && !pull_alltoall(bytes, true)
 }
 
 /// All-to-all choice (messages).
