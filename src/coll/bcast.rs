@@ -17,7 +17,12 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
         return Ok(());
     }
     // Slots first: a communicator with slots is never split by host.
-    if select::slots(c, "bcast", buf.len() <= SLOT_DATA, true) {
+    if select::slots(
+        c,
+        "bcast",
+        buf.len() <= SLOT_DATA,
+        buf.len() <= select::read_limit(c, "bcast"),
+    ) {
         return slots::bcast(c, buf, root);
     }
     if let Some(l) = hier::Layout::of(c, "bcast") {

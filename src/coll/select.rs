@@ -5,11 +5,11 @@
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (1 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
-//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, else slots up to 64 KiB, stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
+//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 128 KiB where ranks outnumber cores and from 8 MiB elsewhere; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
-//! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores); else slots while all blocks fit a slot together; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
+//! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
 //! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 32 KiB per rank; else slots (a part too large for a slot goes as a message); scatter and the v-variants pull only when forced |
@@ -238,17 +238,21 @@ pub fn pull_gather(bytes: usize, _crowded: bool) -> bool {
 }
 
 /// Most bytes one rank reads from all slots together in an automatically
-/// chosen `coll` (allgather, allreduce or reduce; above it they stream).
+/// chosen `coll` (allgather, allreduce, bcast or reduce; above it they
+/// stream).
 /// `bench/mpibench.c -t`, alternated, medians of 5-7, us, slots /
 /// streamed: 2 ranks on cores of their own, allgather (in total) 16 KiB
 /// 2.57 / 2.53, 32 KiB 4.54 / 4.03; allreduce (per rank) 16 KiB 4.64 /
 /// 4.53, 32 KiB 9.87 / 8.20; reduce (per rank) 32 KiB 3.80 / 4.37, 64 KiB
 /// 8.0 / 8.8. 4 ranks on 2 cores, allgather 64 KiB 13.1 / 14.5;
 /// allreduce 16 KiB 12.8 / 14.0, 32 KiB 27.2 / 21.1; reduce 4 KiB 1.49 /
-/// 1.62, 8 KiB 3.44 / 2.55, 16 KiB 7.49 / 4.82.
+/// 1.62, 8 KiB 3.44 / 2.55, 16 KiB 7.49 / 4.82. Bcast, 2 ranks on cores of
+/// their own, 32 KiB 3.59 / 3.42, 64 KiB 8.41 / 6.09 (4 ranks on 2 cores,
+/// 64 KiB 12.4 / 14.9).
 pub fn read_limit(c: &Ctx, coll: &str) -> usize {
     let pair = two_on_own_cores(c);
     match coll {
+        "bcast" if pair => 32 << 10,
         "allgather" if pair => 16 << 10,
         "allreduce" if pair => 32 << 10,
         "reduce" if pair => 2 * SLOT_DATA,
@@ -349,7 +353,7 @@ pub fn bcast(c: &Ctx, bytes: usize) -> Bcast {
         Some("stream") if c.has_slots() => Bcast::Stream,
         Some("binomial") => Bcast::Binomial,
         Some("chain") => Bcast::Chain,
-        _ if c.has_slots() && bytes > SLOT_DATA => Bcast::Stream,
+        _ if c.has_slots() && bytes > read_limit(c, "bcast") => Bcast::Stream,
         _ if bytes >= 256 * 1024 && c.size() > 2 => Bcast::Chain,
         _ => Bcast::Binomial,
     }
@@ -401,9 +405,8 @@ pub fn reduce_scatter(c: &Ctx, total: usize, extent: usize, commutative: bool) -
 
 /// Whether an all-to-all whose blocks are all `block` bytes on every rank
 /// streams through the slots (`coll::stream::alltoall`): forced with
-/// `stream`, or automatically once the blocks no longer fit one slot
-/// together (where they would otherwise go as messages through the
-/// rings). Measured on 2 cores, alternated runs, us, stream against
+/// `stream`, or automatically once the blocks with their headers pass
+/// `ALLTOALL_SLOTS` together (below, they go through the slots). Measured on 2 cores, alternated runs, us, stream against
 /// messages: 2 ranks 64 KiB 2.6 / 3.4, 1 MiB 37 / 40, 16 MiB 787-824 /
 /// 1029-1092; 4 ranks 128 KiB 16-17 / 20-21. From 2 MiB at 4 ranks the
 /// messages won on an earlier host (8 MiB 1280-1420 / 1160-1380), so
@@ -422,9 +425,17 @@ pub fn alltoall_stream(c: &Ctx, block: usize) -> bool {
         Some("stream") => true,
         Some(name) if known("alltoall", name) => false,
         // Unset, or a name that is not an alltoall algorithm: automatic.
-        _ => n * (16 + block) > SLOT_DATA,
+        _ => n * (16 + block) > ALLTOALL_SLOTS,
     }
 }
+
+/// Most bytes of blocks (with 16-byte headers) one all-to-all sends
+/// through the slots by itself. Inputs written before each call
+/// (`bench/mpibench.c -t`), alternated, medians of 5, us, slots /
+/// streamed, by bytes sent per rank: 2 ranks 16 KiB 3.04 / 3.03, 32 KiB
+/// 6.39 / 4.96, 64 KiB 11.8 / 9.85; 4 ranks on 2 cores 16 KiB 9.19 / 8.44,
+/// 32 KiB 17.3 / 13.4.
+const ALLTOALL_SLOTS: usize = 32 << 10;
 
 /// All-to-all choice (messages).
 pub fn alltoall(c: &Ctx) -> Alltoall {
