@@ -440,8 +440,10 @@ pub enum SendKind {
 /// for its receiver to get a core. 4 ranks on 2 cores, `-t`, alternated,
 /// medians of 3, us, pulled from 8 KiB / from 64 KiB / from 128 KiB (Open
 /// MPI): sendrecv 32 KiB 28.0 / 15.5 / 15.3 (17.8), 64 KiB 43.3 / 43.2 /
-/// 30.5 (29.3), 128 KiB 75.4 / 73.5 / 73.5 (51.0).
-const CROWDED_PAIRED_RNDV: usize = 128 * 1024;
+/// 30.5 (29.3), 128 KiB 75.4 / 73.5 / 73.5 (51.0). Pulled from 128 KiB /
+/// from 512 KiB, medians of 6: 128 KiB 92.5 / 85.7, 256 KiB 188 / 180,
+/// 512 KiB 327 / 327 (eager 1 MiB: 626 against 427 pulled).
+const CROWDED_PAIRED_RNDV: usize = 512 * 1024;
 /// `rndv_min` elsewhere (the ring's rendezvous saves a copy into a buffer,
 /// for one round trip more).
 const RING_RNDV: usize = 64 * 1024;
