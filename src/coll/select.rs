@@ -17,13 +17,15 @@
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
 //! (`FERROCOLL_CMA`); the figures behind each choice are at `pull_allgather`,
-//! `pull_alltoall`, `pull_bcast`, `pull_reduce`, `pull_allreduce`,
-//! `pull_reduce_scatter` and `pull_gather`.
+//! `allgather_pulls`, `pull_alltoall`, `pull_bcast`, `pull_reduce`,
+//! `pull_allreduce`, `pull_reduce_scatter` and `pull_gather`.
 //!
 //! `slots` (collective slots in shared memory, see `coll::slots`): each
 //! rank's part fits a slot (64 KiB) and, where every rank reads every part,
-//! all parts together stay within 64 KiB. `stream` (`coll::stream`) runs
-//! larger calls through the same slots in 64 KiB chunks, so each byte of a
+//! all parts together stay within 64 KiB (less for some collectives and
+//! placements, `read_limit`; all-to-all, `ALLTOALL_SLOTS`). `stream`
+//! (`coll::stream`) runs larger calls through the same slots in 64 KiB
+//! chunks, so each byte of a
 //! user buffer is read or written from memory once; measured against the
 //! ring and tree algorithms at 2 and 4 ranks (2 cores) it wins at every
 //! size above the slot limit (2-rank allreduce 256 KiB: ring 108-121 us,
@@ -406,9 +408,10 @@ pub fn reduce_scatter(c: &Ctx, total: usize, extent: usize, commutative: bool) -
 /// Whether an all-to-all whose blocks are all `block` bytes on every rank
 /// streams through the slots (`coll::stream::alltoall`): forced with
 /// `stream`, or automatically once the blocks with their headers pass
-/// `ALLTOALL_SLOTS` together (below, they go through the slots). Measured on 2 cores, alternated runs, us, stream against
-/// messages: 2 ranks 64 KiB 2.6 / 3.4, 1 MiB 37 / 40, 16 MiB 787-824 /
-/// 1029-1092; 4 ranks 128 KiB 16-17 / 20-21. From 2 MiB at 4 ranks the
+/// `ALLTOALL_SLOTS` together (below, they go through the slots). Measured
+/// on 2 cores, alternated runs, us, stream against messages: 2 ranks 64
+/// KiB 2.6 / 3.4, 1 MiB 37 / 40, 16 MiB 787-824 / 1029-1092; 4 ranks 128
+/// KiB 16-17 / 20-21. From 2 MiB at 4 ranks the
 /// messages won on an earlier host (8 MiB 1280-1420 / 1160-1380), so
 /// streaming stopped at 512 KiB per rank; since the rings publish every
 /// 64 KiB and copies of chunks avoid `rep movsb` the stream wins there
