@@ -25,13 +25,18 @@ declare -A probe=(
   [python3-pip]="cmd:pip3"
   [procps]="cmd:pgrep"
   [netpipe-mpich2]="cmd:NPmpich2"
+  [gcc-aarch64-linux-gnu]="cmd:aarch64-linux-gnu-gcc"
+  [libc6-dev-arm64-cross]=""
+  [qemu-user]="cmd:qemu-aarch64"
 )
 # procps: pgrep/pkill find and clean up the fault-injection ranks (tests/robustness/faults.sh).
 # pip downloads NVIDIA's NCCL wheel for the NCCL ABI test (c_tests/nccl/run_abi.sh).
 # netpipe-mpich2: NetPIPE built against MPICH, run unchanged on ferrocoll
 # (c_tests/run_netpipe.sh).
+# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user: the library built and
+# unit-tested for aarch64 Linux from this host (scripts/aarch64.sh).
 order=(build-essential cmake mpich libmpich-dev openmpi-bin libopenmpi-dev python3-pip procps
-  netpipe-mpich2)
+  netpipe-mpich2 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
 have_dpkg=false
 command -v dpkg >/dev/null 2>&1 && have_dpkg=true
@@ -90,6 +95,15 @@ if [ "${#components[@]}" -gt 0 ]; then
   fi
 else
   log "rust toolchain present ($(cargo --version))"
+fi
+
+# The aarch64 standard library for scripts/aarch64.sh, where rustup manages
+# the toolchain. Optional: without it that step says SKIP.
+arm=aarch64-unknown-linux-gnu
+if [ ! -d "$(rustc --print sysroot)/lib/rustlib/$arm" ] && command -v rustup >/dev/null 2>&1; then
+  log "adding the $arm standard library (optional)"
+  timeout 300 rustup target add "$arm" >/dev/null 2>&1 ||
+    log "could not add $arm: the aarch64 step will be skipped"
 fi
 
 # Miri (tests/robustness/sanitizers.sh) runs where a nightly toolchain is

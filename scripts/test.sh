@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI checks, in order, stopping at the first failure: formatting, clippy,
-# the Rust tests, bounded fuzzing, the CMake build, ctest (C tests, examples,
-# consumer tests), then the sanitizers (ASan over the C tests, Miri).
+# clippy and the unit tests for aarch64 (under qemu-user), the Rust tests, bounded
+# fuzzing, the CMake build, ctest (C tests, examples, consumer tests), then the
+# sanitizers (ASan over the C tests, Miri).
 # Prints one summary line at the end. BUILD_DIR overrides build/; CTEST_JOBS the
 # ctest parallelism (default 2).
 set -euo pipefail
@@ -44,6 +45,8 @@ run_ctest() {
 step deps scripts/deps.sh
 step fmt cargo fmt --all --check
 step clippy cargo clippy --all-targets --features fuzzing -- -D warnings
+# The same for aarch64 Linux, and the library's unit tests there (qemu-user).
+step aarch64 scripts/aarch64.sh
 step cargo-test cargo test --release
 # Every fuzz target (src/fuzz.rs): its corpus, then mutations for a bounded time.
 step fuzz env FERROCOLL_FUZZ_SECS="${FERROCOLL_FUZZ_SECS:-10}" \

@@ -441,7 +441,7 @@ impl Event {
             unsafe { sys::cuIpcGetEventHandle(&mut h, self.0) },
             "cuIpcGetEventHandle",
         )?;
-        Ok(h.reserved.map(|b| b as u8))
+        Ok(h.reserved.map(|b| b.to_ne_bytes()[0]))
     }
 
     /// Records it on `stream`: it fires when the stream gets there.
@@ -633,7 +633,7 @@ fn export_with_range(ptr: usize) -> Option<(Exported, u64, u64)> {
     }
     Some((
         Exported {
-            handle: h.reserved.map(|b| b as u8),
+            handle: h.reserved.map(|b| b.to_ne_bytes()[0]),
             offset: ptr as u64 - base,
         },
         base,

@@ -1040,6 +1040,7 @@ fn throughput() {
 }
 
 /// Arbitrary bytes (xorshift from `seed`), `n` per call.
+#[cfg(target_arch = "x86_64")]
 pub(super) fn xorshift_bytes(seed: u64) -> impl FnMut(usize) -> Vec<u8> {
     let mut x = seed;
     move |n| {
@@ -1057,6 +1058,7 @@ pub(super) fn xorshift_bytes(seed: u64) -> impl FnMut(usize) -> Vec<u8> {
 /// Whether an element is a NaN (which NaN an operation returns when both
 /// operands are NaN depends on operand order, which the compiler may swap
 /// for a commutative op; MPI leaves NaN payloads unspecified).
+#[cfg(target_arch = "x86_64")]
 fn is_nan(ty: ElemType, e: &[u8]) -> bool {
     let u16_at = |e: &[u8]| u16::from_ne_bytes([e[0], e[1]]);
     match ty {
@@ -1070,6 +1072,7 @@ fn is_nan(ty: ElemType, e: &[u8]) -> bool {
 
 /// The first element (of `ty`) where `got` differs from `want`, if any; a
 /// NaN matches any NaN (kernels may set a NaN's quiet bit or not).
+#[cfg(target_arch = "x86_64")]
 pub(super) fn first_difference(ty: ElemType, want: &[u8], got: &[u8]) -> Option<usize> {
     let ext = ty.extent();
     want.chunks(ext)

@@ -335,7 +335,13 @@ mod tests {
         assert!(builtin(MPI_FLOAT_INT | 0x100).is_none()); // a derived type
         assert!(builtin(0x0c00_0005).is_none());
         assert_eq!(builtin(0x4c00_0809).unwrap().name, "MPI_LONG_LONG_INT"); // MPI_LONG_LONG
-        assert_eq!(builtin(MPI_CHAR).unwrap().elem, ElemType::I8);
+                                                                             // C `char` is signed on x86-64 and unsigned on aarch64 Linux.
+        let char = if core::ffi::c_char::MIN == 0 {
+            ElemType::U8
+        } else {
+            ElemType::I8
+        };
+        assert_eq!(builtin(MPI_CHAR).unwrap().elem, char);
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub(crate) fn put_str(
     let n = s.len().min(cap.saturating_sub(1));
     // SAFETY: the MPI contract sizes `buf` for `cap` bytes; n + 1 <= cap.
     unsafe {
-        std::ptr::copy_nonoverlapping(s.as_ptr(), buf as *mut u8, n);
+        std::ptr::copy_nonoverlapping(s.as_ptr(), buf.cast::<u8>(), n);
         buf.add(n).write(0);
     }
     put(len, n as std::os::raw::c_int, "resultlen")

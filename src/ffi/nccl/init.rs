@@ -15,7 +15,8 @@ use std::sync::Arc;
 fn id_bytes(id: &ncclUniqueId) -> [u8; ID_BYTES] {
     let mut b = [0u8; ID_BYTES];
     for (o, &c) in b.iter_mut().zip(id.internal.iter()) {
-        *o = c as u8;
+        // `c_char` is i8 on x86-64 and u8 on aarch64.
+        *o = c.to_ne_bytes()[0];
     }
     b
 }
