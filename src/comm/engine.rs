@@ -305,6 +305,8 @@ pub struct Engine {
     pub far: Watch,
     /// Buffers of delivered unexpected messages, for reuse.
     spare: Vec<Vec<u8>>,
+    /// Empty buffers of `SMALL_CAP` bytes for small unexpected messages.
+    small: Vec<Vec<u8>>,
     /// Messages to other ranks of at least this many bytes wait until the
     /// receiver asks for them, so they land in the posted receive buffer
     /// instead of being buffered and copied again.
@@ -339,6 +341,13 @@ const SPARE_TOTAL: usize = 96 << 20;
 /// for a smaller need (or as many as the need, if more), rather than
 /// allocate afresh.
 const CUT_MAX: usize = 256 * 1024;
+/// Unexpected messages up to this many bytes are buffered in pooled
+/// buffers of this capacity (`Engine::small`, at most `SMALL_COUNT` idle),
+/// not in fresh allocations: in a halo exchange where ranks outnumber
+/// cores, a neighbour that runs ahead sends before the receive is posted,
+/// and each such message cost a `malloc` and a `free`.
+const SMALL_CAP: usize = 1024;
+const SMALL_COUNT: usize = 32;
 /// A buffered message's buffer starts at most this large and then grows
 /// with the bytes that arrive (at most doubling), so no allocation is
 /// sized by a length a peer merely announced.
@@ -665,6 +674,7 @@ impl Engine {
             slot_epoch: 0,
             far: Default::default(),
             spare: Vec::new(),
+            small: Vec::new(),
             rndv_min: rndv_default(params().cma, false),
             tcp: None,
             cancel: None,
@@ -1106,6 +1116,14 @@ impl Engine {
     /// holds it whole, or a fresh one of at most `BUFFER_AHEAD` bytes that
     /// `drain` grows as the bytes arrive.
     fn buffer_for(&mut self, len: usize) -> Vec<u8> {
+        if len <= SMALL_CAP {
+            let mut v = self
+                .small
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(SMALL_CAP));
+            v.resize(len, 0);
+            return v;
+        }
         if self.spare.iter().any(|v| v.capacity() >= len) {
             self.scratch_for(len)
         } else {
@@ -1114,7 +1132,14 @@ impl Engine {
     }
 
     /// Keeps a buffer that is no longer needed for `scratch_for`.
-    pub fn recycle(&mut self, data: Vec<u8>) {
+    pub fn recycle(&mut self, mut data: Vec<u8>) {
+        if data.capacity() == SMALL_CAP {
+            if self.small.len() < SMALL_COUNT {
+                data.clear();
+                self.small.push(data);
+            }
+            return;
+        }
         let pooled: usize = self.spare.iter().map(Vec::capacity).sum();
         if data.capacity() >= SPARE_MIN
             && data.capacity() <= SPARE_MAX
@@ -2861,6 +2886,49 @@ mod tests {
         e.recycle(y);
         // A need within CUT_MAX of its length still takes it.
         assert_eq!(e.scratch_for((4 << 20) - 1000).capacity(), 4 << 20);
+    }
+
+    /// Small unexpected messages wait in pooled buffers of `SMALL_CAP`
+    /// bytes, which go back to the pool once delivered (at most
+    /// `SMALL_COUNT` of them); a larger one does not take one. Fails if a
+    /// small message gets a buffer of another size, if its bytes change, or
+    /// if the pool does not take its buffers back, or keeps too many.
+    #[test]
+    fn small_unexpected_messages_reuse_pooled_buffers() {
+        let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
+        let mut tx = Engine::over_shm(0, seg.clone());
+        let mut rx = Engine::over_shm(1, seg);
+        let lens = [8, 100, SMALL_CAP, SMALL_CAP + 1];
+        let msgs: Vec<Vec<u8>> = lens
+            .iter()
+            .map(|&n| (0..n).map(|j| (j * 3 + n) as u8).collect())
+            .collect();
+        for (tag, m) in msgs.iter().enumerate() {
+            // SAFETY: `msgs` outlives the engines.
+            let raw = unsafe { RawBuf::new(m.as_ptr() as *mut u8, m.len()) };
+            let id = tx.isend(1, 7, tag as i32, raw, "send").unwrap();
+            assert!(tx.is_done(id), "{} bytes go eagerly", m.len());
+        }
+        while rx.unexpected.len() < lens.len() || !rx.unexpected.iter().all(|u| u.complete) {
+            rx.progress();
+        }
+        for u in &rx.unexpected {
+            let pooled = u.data.capacity() == SMALL_CAP;
+            assert_eq!(pooled, u.data.len() <= SMALL_CAP, "{} bytes", u.data.len());
+        }
+        for (tag, m) in msgs.iter().enumerate() {
+            let mut got = vec![0u8; m.len()];
+            // SAFETY: `got` outlives the receive, complete on return.
+            let r = unsafe { post_recv(&mut rx, 0, Some(tag as i32), &mut got) };
+            assert!(rx.is_done(r));
+            assert!(&got == m, "{} bytes", m.len());
+        }
+        assert_eq!(rx.small.len(), 3, "the three small buffers are back");
+        for _ in 0..SMALL_COUNT + 5 {
+            rx.recycle(Vec::with_capacity(SMALL_CAP));
+        }
+        assert_eq!(rx.small.len(), SMALL_COUNT);
+        assert!(rx.small.iter().all(|v| v.is_empty()));
     }
 
     /// Where ranks outnumber cores, a paired send (`MPI_Sendrecv`'s) below
