@@ -7,7 +7,7 @@
 # What it needs comes from scripts/deps.sh: the cross C compiler and qemu-user
 # (Debian packages), and the aarch64 standard library (rustup). Without them it
 # prints SKIP and the reason, and exits 0; under CI=true a missing Debian tool
-# fails it. qemu-user cannot show a missing memory barrier (it runs Arm code
+# is installed, or fails it (c_tests/need_tool.sh). qemu-user cannot show a missing memory barrier (it runs Arm code
 # with this host's stronger ordering), and cross-memory attach may be refused
 # there: the engine then falls back to its rings, as on kernels that refuse it.
 set -euo pipefail
@@ -19,15 +19,9 @@ skip() {
   exit 0
 }
 
-for tool in aarch64-linux-gnu-gcc qemu-aarch64; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    if [ "${CI:-}" = "true" ]; then
-      echo "aarch64.sh: $tool not found and CI=true (scripts/deps.sh installs it)" >&2
-      exit 1
-    fi
-    skip "$tool not found (scripts/deps.sh installs it)"
-  fi
-done
+. c_tests/need_tool.sh
+need_tool aarch64.sh aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
+need_tool aarch64.sh qemu-aarch64 qemu-user
 sysroot=/usr/aarch64-linux-gnu
 [ -e "$sysroot/lib/ld-linux-aarch64.so.1" ] ||
   skip "no aarch64 C library under $sysroot (apt-get install libc6-dev-arm64-cross)"

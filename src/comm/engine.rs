@@ -347,6 +347,7 @@ const CUT_MAX: usize = 256 * 1024;
 /// cores, a neighbour that runs ahead sends before the receive is posted,
 /// and each such message cost a `malloc` and a `free`.
 const SMALL_CAP: usize = 1024;
+/// Most idle buffers `Engine::small` keeps.
 const SMALL_COUNT: usize = 32;
 /// A buffered message's buffer starts at most this large and then grows
 /// with the bytes that arrive (at most doubling), so no allocation is
@@ -1131,7 +1132,8 @@ impl Engine {
         }
     }
 
-    /// Keeps a buffer that is no longer needed for `scratch_for`.
+    /// Keeps a buffer that is no longer needed for `scratch_for`, or, of
+    /// `SMALL_CAP` bytes, for `buffer_for`'s small messages.
     pub fn recycle(&mut self, mut data: Vec<u8>) {
         if data.capacity() == SMALL_CAP {
             if self.small.len() < SMALL_COUNT {
