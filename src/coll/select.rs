@@ -5,7 +5,7 @@
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (1 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
-//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, read whole from 32 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
+//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, read whole from 16 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 128 KiB where ranks outnumber cores and from 8 MiB elsewhere; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
@@ -179,17 +179,19 @@ pub fn pull_alltoall(bytes: usize, crowded: bool) -> bool {
 /// `share_bcast`): 2 ranks 128 KiB 12.3 / 21.1 (31.5, 30.8), 1 MiB 110 /
 /// 155 (247, 249), 2 MiB 306 / 263 (375, 389), 8 MiB 1189 / 982, 32 MiB
 /// 5321 / 4248. Where ranks outnumber cores, read whole (the root's
-/// writes would wait for the readers' cores), from 32 MiB: 4 ranks 512
-/// KiB 128 / 199 (206), 2 MiB 592 / 718 (620), 677 / 731, 8 MiB 2437 /
-/// 3101 and 2664 / 2618, 16 MiB 6841 / 6703 and 5445 / 5172 (Open MPI
-/// 6407), 32 MiB 22743 / 17681, 22110 / 20299 and 20901 / 20373 (23568),
-/// 64 MiB 47557 / 44614 and 45690 / 40658 (48541); 3 ranks 8 MiB 2313 /
-/// 2388, 16 MiB 5040 / 4588, 32 MiB 17862 / 9709; 8 ranks 8 MiB 4238 /
-/// 4830, 16 MiB 13727 / 12781, 32 MiB 40053 / 32126. There the stream
-/// copies each byte twice for every reader (into its ring, out of it),
-/// and the data no longer stay in the cache between the two.
+/// writes would wait for the readers' cores), from 16 MiB, us, streamed /
+/// pulled (Open MPI): 4 ranks 512 KiB 128 / 199 (206), 2 MiB 592 / 718
+/// (620), 677 / 731, 8 MiB 2437 / 3101 and 2664 / 2618, 16 MiB 6841 /
+/// 6703, 5445 / 5172 (6407) and 5896 / 4841, 32 MiB 22743 / 17681, 22110 /
+/// 20299 and 20901 / 20373 (23568), 64 MiB 47557 / 44614 and 45690 /
+/// 40658 (48541); 3 ranks 4 MiB 1582 / 1450, 8 MiB 2313 / 2388 and 2989 /
+/// 2686, 16 MiB 5040 / 4588 and 7434 / 4601 (5555), 32 MiB 17862 / 9709;
+/// 8 ranks 8 MiB 4238 / 4830 and 6036 / 5844, 16 MiB 13727 / 12781 and
+/// 20409 / 17338 (13215), 32 MiB 40053 / 32126. There the stream copies
+/// each byte twice for every reader (into its ring, out of it), and the
+/// data no longer stay in the cache between the two.
 pub fn pull_bcast(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 32 << 20 } else { 2 << 20 }
+    bytes >= if crowded { 16 << 20 } else { 2 << 20 }
 }
 
 /// From this many bytes a pulled broadcast (where forced below
