@@ -449,16 +449,18 @@ fn piece_of(c: &Ctx, red: &Reducer) -> usize {
 }
 
 /// Most bytes of its input that a rank of a pulled allreduce, reduce or
-/// reduce-scatter hands to the shared cache (`demote`) before its peers read them: the
-/// blocks the others fold, which the program has most likely just written
-/// and this core still holds, so that each peer's read is served by the
-/// shared cache instead of a snoop of this core. Not where ranks outnumber
-/// cores, where a reader may share this core's caches. 2 ranks, alternated
-/// runs, `mpibench -t`, medians of 6, us, without / with, paired ratios:
-/// allreduce 128 KiB 28.7 / 27.0 (0.94), 256 KiB 55.6 / 50.6 (0.93), 512
-/// KiB 108 / 102 (0.91) and 117 / 98.6 (0.84), 1 MiB 239 / 221 (0.92); 2
-/// MiB 409 / 513 and 409 / 510 (1.24, 1.25: past half the 2 MiB L2, the
-/// demotes cost more than the reads save), 8 MiB 1580 / 1867.
+/// reduce-scatter hands to the shared cache (`demote`) before its peers
+/// read them: the blocks the others fold, which the program has most
+/// likely just written and this core still holds, so that each peer's
+/// read is served by the shared cache instead of a snoop of this core.
+/// Not where ranks outnumber cores, where a reader may share this core's
+/// caches. 2 ranks, alternated runs, `mpibench -t`, medians of 6, us,
+/// without / with (paired ratios): allreduce 128 KiB 32.2 / 24.9 (0.75)
+/// and 29.0 / 26.6 (0.91), 256 KiB 61.2 / 46.0 (0.79) and 53.2 / 48.1
+/// (0.92), 512 KiB 118 / 89.3 (0.75) and 110 / 99.1 (0.88), 1 MiB 246 /
+/// 227 (0.88) and 242 / 234 (0.97); reduce_scatter 1 MiB 200 / 168
+/// (0.86). Demoting more lost: allreduce 2 MiB (1 MiB demoted, half the
+/// L2) 409 / 513 and 409 / 510, 8 MiB 1580 / 1867.
 const DEMOTE_INPUT: usize = 512 << 10;
 
 /// Demotes the blocks of `input` other than this rank's `(o, l)`, where
