@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (1 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, read whole from 16 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
-//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 128 KiB where ranks outnumber cores and from 8 MiB elsewhere; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
+//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB; where ranks outnumber cores binomial from 64 KiB and pulled from 256 KiB; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
@@ -212,9 +212,10 @@ pub fn share_bcast(c: &Ctx, bytes: usize) -> bool {
 /// 239, 4 MiB 790 / 854, 8 MiB 1651 / 1649, 32 MiB 13841 / 13945: from 8
 /// MiB, where they tie at 2 ranks and more ranks share the folding; 4
 /// ranks on 2 cores 64 KiB 42.9 / 49.3, 128 KiB 97.2 / 79.7, 512 KiB 406
-/// / 296, 4 MiB 3097 / 1662 (2727).
+/// / 296, 4 MiB 3097 / 1662 (2727); there from 256 KiB, below which
+/// messages up a binomial tree beat both (`CROWDED_BINOMIAL_REDUCE`).
 pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 2 * SLOT_DATA } else { 8 << 20 }
+    bytes >= if crowded { 4 * SLOT_DATA } else { 8 << 20 }
 }
 
 /// Allreduce, `bytes` per rank (every rank folds one block and writes it
@@ -370,6 +371,21 @@ pub fn bcast(c: &Ctx, bytes: usize) -> Bcast {
     }
 }
 
+/// Bytes per rank from which a reduce where ranks outnumber cores goes
+/// as messages up a binomial tree instead of streaming (up to
+/// `pull_reduce`'s size, from which it pulls): there each message is read
+/// once by the rank that folds it, and the ranks of a core take turns at
+/// whole messages instead of at every chunk. Alternated runs, `mpibench
+/// -t`, us, as chosen before (streamed below 128 KiB, pulled from it) /
+/// binomial (Open MPI), paired ratios where given: 3 ranks on 2 cores 64
+/// KiB 34.7 / 27.3 (23.8) and 21.0 / 29.5, 128 KiB 57.4 / 46.0 (42.3) and
+/// 60.6 / 50.1 (47.8), 256 KiB 113 / 89.7; 4 ranks 32 KiB 14.6 / 24.8
+/// (1.69), 64 KiB 36.9 / 33.5 (32.0), 37.6 / 38.9 and 48.1 / 38.9 (0.82),
+/// 128 KiB 73.8 / 63.7 (55.8), 79.9 / 68.3 and 72.7 / 67.7 (0.93), 256
+/// KiB 134 / 129 and 128 / 144 (1.13), 512 KiB 270 / 353; 8 ranks 32 KiB
+/// 1.55, 64 KiB 0.85, 128 KiB 0.94, 256 KiB 1.54.
+const CROWDED_BINOMIAL_REDUCE: usize = 64 << 10;
+
 /// Reduce choice.
 pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce {
     let rsag_ok = commutative && bytes / extent.max(1) >= c.size();
@@ -378,6 +394,7 @@ pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce
         Some("stream") if stream_ok => Reduce::Stream,
         Some("binomial") => Reduce::Binomial,
         Some("rsag") if rsag_ok => Reduce::Rsag,
+        _ if c.eng.crowded() && bytes >= CROWDED_BINOMIAL_REDUCE => Reduce::Binomial,
         _ if stream_ok && bytes * c.size() > read_limit(c, "reduce") => Reduce::Stream,
         // Binomial receives fold each piece as it lands, which beat rsag
         // over TCP at 2 and 4 ranks at every size (2 ranks, 2 MiB: 481 us
