@@ -466,10 +466,7 @@ const DEMOTE_INPUT: usize = 512 << 10;
 /// Demotes the blocks of `input` other than this rank's `(o, l)`, where
 /// `DEMOTE_INPUT` says.
 fn demote_for_readers(c: &Ctx, input: &[u8], (o, l): (usize, usize)) {
-    let Some(rest) = input.len().checked_sub(l) else {
-        return;
-    };
-    if c.eng.crowded() || rest > DEMOTE_INPUT || o + l > input.len() {
+    if c.eng.crowded() || o + l > input.len() || input.len() - l > DEMOTE_INPUT {
         return;
     }
     demote::range(&input[..o]);
