@@ -1853,7 +1853,9 @@ impl Engine {
                     idle = 0;
                     continue;
                 }
-                self.hand_over(&seg, || seg.sleep(me, seen, Duration::from_millis(20)));
+                self.hand_over(&seg, || {
+                    seg.sleep(me, seen, Duration::from_millis(20));
+                });
                 running_since = None;
             }
             if now.duration_since(*last) >= Duration::from_millis(50) {

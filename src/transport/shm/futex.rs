@@ -81,11 +81,15 @@ impl Doorbell {
     }
 
     /// Owner: sleeps until rung after `prepare` returned `seen`, or `timeout`.
-    pub(super) fn sleep(&self, seen: u32, timeout: Duration) {
+    /// Returns whether it was rung since `prepare` (false: the timeout
+    /// passed, or the futex returned early, with no ring).
+    pub(super) fn sleep(&self, seen: u32, timeout: Duration) -> bool {
         if self.seq.load(SeqCst) == seen {
             wait(&self.seq, seen, timeout);
         }
+        let rung = self.seq.load(SeqCst) != seen;
         self.waiters.fetch_sub(1, SeqCst);
+        rung
     }
 }
 
@@ -112,7 +116,10 @@ mod tests {
         });
         let start = Instant::now();
         let seen = bell.prepare();
-        bell.sleep(seen, Duration::from_secs(10));
+        assert!(
+            bell.sleep(seen, Duration::from_secs(10)),
+            "woken by the ring"
+        );
         assert!(start.elapsed() < Duration::from_secs(5));
         t.join().unwrap();
     }
@@ -126,7 +133,7 @@ mod tests {
         let start = Instant::now();
         let seen = bell.prepare();
         assert_eq!(seen, 7);
-        bell.sleep(seen, Duration::from_millis(20));
+        assert!(!bell.sleep(seen, Duration::from_millis(20)), "nobody rang");
         assert!(start.elapsed() >= Duration::from_millis(15));
     }
 }

@@ -326,9 +326,11 @@ impl Segment {
 
     /// `rank` (this rank), registered by `prepare_sleep` (which returned
     /// `seen`), sleeps until its doorbell rings or `timeout` passes.
-    pub fn sleep(&self, rank: usize, seen: u32, timeout: Duration) {
-        self.doorbell(rank).sleep(seen, timeout);
+    /// Returns whether the doorbell rang (`Doorbell::sleep`).
+    pub fn sleep(&self, rank: usize, seen: u32, timeout: Duration) -> bool {
+        let rung = self.doorbell(rank).sleep(seen, timeout);
         self.sleepers().fetch_sub(1, Ordering::SeqCst);
+        rung
     }
 
     /// Whether some rank of this segment is registered to sleep
@@ -562,11 +564,10 @@ mod tests {
 
     /// Two threads hand a count back and forth and sleep on their
     /// doorbells for it, after a spin of varying length so that a sleeper
-    /// often registers just as its peer publishes. A lost wake-up sleeps
-    /// the whole timeout. Both ways of ordering wakes: barriers run by
-    /// sleepers, fences run by wakers; and both ways of waking: the
-    /// doorbell looked at always (`wake`), or only where the segment
-    /// counts a sleeper (`wake_fenced`, as `coll::slots` rings).
+    /// often registers just as its peer publishes. Both ways of ordering
+    /// wakes: barriers run by sleepers, fences run by wakers; and both ways
+    /// of waking: the doorbell looked at always (`wake`), or only where the
+    /// segment counts a sleeper (`wake_fenced`, as `coll::slots` rings).
     #[test]
     fn wakes_are_never_lost() {
         for asymmetric in [true, false] {
@@ -594,14 +595,31 @@ mod tests {
         assert!(!seg.anyone_asleep());
     }
 
+    /// What `hand_over` saw: the longest time a count lay published while
+    /// its peer slept on without being rung (a lost wake-up), and the
+    /// longest sleep (which a host that stops a thread's virtual CPU for a
+    /// while also lengthens, wake-ups or not).
+    #[derive(Clone, Copy, Default)]
+    struct Seen {
+        unrung: Duration,
+        slowest: Duration,
+    }
+
+    /// Publishes and hands the count over `steps` times each way. A sleep
+    /// that ends without a ring while the count it waits for has been
+    /// published for over a second is a lost wake-up: the waker saw no
+    /// sleeper. A sleep that only lasts long (its peer had not run) is not.
     fn hand_over(seg: Arc<Segment>, hinted: bool) {
         let counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+        // When each thread last published, in ns from `epoch`.
+        let published = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+        let epoch = Instant::now();
         let steps: u64 = if cfg!(miri) { 30 } else { 30_000 };
         const SPIN: u32 = 16;
         let run = |me: usize| {
-            let (seg, counts) = (seg.clone(), counts.clone());
+            let (seg, counts, published) = (seg.clone(), counts.clone(), published.clone());
             move || {
-                let mut slowest = Duration::ZERO;
+                let mut seen = Seen::default();
                 for i in 0..steps {
                     let want = if me == 0 { i } else { i + 1 };
                     // Spin 0-15 rounds (a different length each step), about
@@ -614,7 +632,7 @@ mod tests {
                             std::hint::spin_loop();
                             continue;
                         }
-                        let Some(seen) = seg.prepare_sleep(me) else {
+                        let Some(bell) = seg.prepare_sleep(me) else {
                             std::thread::yield_now();
                             continue;
                         };
@@ -623,9 +641,18 @@ mod tests {
                             break;
                         }
                         let t = Instant::now();
-                        seg.sleep(me, seen, Duration::from_secs(2));
-                        slowest = slowest.max(t.elapsed());
+                        let rung = seg.sleep(me, bell, Duration::from_secs(2));
+                        let now = epoch.elapsed();
+                        seen.slowest = seen.slowest.max(t.elapsed());
+                        // The peer publishes at most once before this
+                        // thread does, so its time is that of `want`.
+                        if !rung && counts[1 - me].load(Ordering::Acquire) >= want {
+                            let at =
+                                Duration::from_nanos(published[1 - me].load(Ordering::Relaxed));
+                            seen.unrung = seen.unrung.max(now.saturating_sub(at));
+                        }
                     }
+                    published[me].store(epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
                     counts[me].store(i + 1, Ordering::Release);
                     if !hinted {
                         seg.wake(1 - me);
@@ -634,16 +661,23 @@ mod tests {
                         seg.wake_fenced([1 - me]);
                     }
                 }
-                slowest
+                seen
             }
         };
         let t = std::thread::spawn(run(1));
-        let slowest = run(0)().max(t.join().unwrap());
+        let (a, b) = (run(0)(), t.join().unwrap());
+        let (unrung, slowest) = (a.unrung.max(b.unrung), a.slowest.max(b.slowest));
+        let how = format!("asymmetric: {}, hinted: {hinted}", seg.asymmetric);
         assert!(
-            slowest < Duration::from_secs(1),
-            "a wake-up was lost (a sleep lasted {slowest:?}; asymmetric: {}, hinted: {hinted})",
-            seg.asymmetric
+            unrung < Duration::from_secs(1),
+            "a wake-up was lost (a count lay published for {unrung:?} while its peer slept \
+             unrung; {how})"
         );
+        if slowest >= Duration::from_secs(1) {
+            // Not a lost wake-up (that would have failed above): the peer
+            // did not run for that long.
+            eprintln!("note: a sleep lasted {slowest:?} with no wake-up lost ({how})");
+        }
     }
 
     #[test]
