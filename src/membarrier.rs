@@ -4,6 +4,8 @@
 //! doorbell ring) then need not. Unavailable on old kernels, under some
 //! seccomp filters and in Miri: callers fall back to fences.
 
+use crate::bootstrap::bind;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Commands (linux/membarrier.h).
@@ -45,11 +47,43 @@ pub fn private() -> bool {
     call(CMD_PRIVATE_EXPEDITED) == 0
 }
 
+/// The CPU the thread that registered this process for `global` was bound
+/// to alone then (`usize::MAX`: it was not, or nothing registered).
+static REGISTERED_ON: AtomicUsize = AtomicUsize::new(usize::MAX);
+
 /// Registers this process as a target of `global`, once per process; false
 /// if unavailable.
 pub fn register_global() -> bool {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
-    *REGISTERED.get_or_init(|| register(CMD_GLOBAL_EXPEDITED, CMD_REGISTER_GLOBAL_EXPEDITED))
+    *REGISTERED.get_or_init(|| {
+        let on = bind::alone_on();
+        let ok = register(CMD_GLOBAL_EXPEDITED, CMD_REGISTER_GLOBAL_EXPEDITED);
+        if let (true, Some(cpu)) = (ok, on) {
+            REGISTERED_ON.store(cpu, Ordering::Relaxed);
+        }
+        ok
+    })
+}
+
+/// Whether `global` run by another process surely reaches the calling
+/// thread: this process registered (`register_global`) while the thread
+/// was bound to one CPU alone, and it still is.
+///
+/// The kernel sends these barriers only to CPUs marked for them. It marks
+/// the CPU a process registers on, and any CPU that switches to the process
+/// from another one; but a CPU that ran the process before it registered
+/// and then only idled still holds its address space, switches back to it
+/// as to the same one, and stays unmarked: its barriers skip the thread
+/// there for good (Linux 6.18 here, a process that ran on CPU 1, registered
+/// on CPU 0 and went back: 0 of 1000 barriers from another process reached
+/// it, 1000 of 1000 where it registered on CPU 1). A bound thread that
+/// registered where it is bound runs on a marked CPU only.
+pub fn reaches_me() -> bool {
+    if !register_global() {
+        return false;
+    }
+    let on = REGISTERED_ON.load(Ordering::Relaxed);
+    on != usize::MAX && bind::alone_on() == Some(on)
 }
 
 /// Runs a full barrier on every running thread of every process that
@@ -70,5 +104,18 @@ mod tests {
         }
         assert!(register_global(), "registration is remembered");
         assert!(global());
+    }
+
+    #[test]
+    fn a_thread_free_to_move_is_not_counted_on() {
+        // A new thread may run on any CPU the process may use.
+        let (free, reached) = std::thread::spawn(|| (bind::alone_on().is_none(), reaches_me()))
+            .join()
+            .unwrap();
+        if free {
+            assert!(!reached, "the barriers may miss a thread that moves");
+        } else {
+            eprintln!("skipped: this process may use one CPU only");
+        }
     }
 }

@@ -21,6 +21,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The CPU `bind` bound this rank to (`usize::MAX`: none).
 static HOME: AtomicUsize = AtomicUsize::new(usize::MAX);
 
+/// How many CPUs this process could use before `bind` bound it (0: not
+/// bound).
+static CORES: AtomicUsize = AtomicUsize::new(0);
+
 /// `FERROCOLL_BIND`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bind {
@@ -69,6 +73,7 @@ pub fn bind(policy: Bind, index: usize, ranks: usize) {
     };
     if pin(cpu) {
         HOME.store(cpu, Ordering::Relaxed);
+        CORES.store(allowed.len(), Ordering::Relaxed);
         debug_log(DebugLevel::Info, || {
             format!("rank {index} of {ranks} on this machine bound to CPU {cpu}")
         });
@@ -100,14 +105,27 @@ pub fn pin(cpu: usize) -> bool {
 /// (`Engine::borrow_idle_core`), never a thread the application bound.
 pub fn home() -> Option<usize> {
     let cpu = HOME.load(Ordering::Relaxed);
+    alone_on().filter(|&one| one == cpu)
+}
+
+/// The one CPU the calling thread may run on, if it may run on one alone.
+pub fn alone_on() -> Option<usize> {
     match allowed_cpus().ok()?.as_slice() {
-        [one] if *one == cpu => Some(cpu),
+        [one] => Some(*one),
         _ => None,
     }
 }
 
+/// The CPUs this process may use: as many as before `bind` bound it.
+pub fn cores() -> usize {
+    match CORES.load(Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map_or(1, |c| c.get()),
+        n => n,
+    }
+}
+
 /// The CPUs the calling thread may run on.
-fn allowed_cpus() -> std::io::Result<Vec<usize>> {
+pub(crate) fn allowed_cpus() -> std::io::Result<Vec<usize>> {
     // SAFETY: `set` is a plain bit set owned by this frame, filled by the
     // kernel up to the size given.
     let set = unsafe {
@@ -152,5 +170,11 @@ mod tests {
     fn this_thread_may_run_somewhere() {
         let cpus = allowed_cpus().expect("sched_getaffinity");
         assert!(!cpus.is_empty());
+        // No test binds through `bind`: the cores are the process's.
+        assert_eq!(cores(), std::thread::available_parallelism().unwrap().get());
+        // A thread bound to one CPU runs there alone; `bind` never ran.
+        let first = cpus[0];
+        let on = std::thread::spawn(move || (pin(first), alone_on(), home()));
+        assert_eq!(on.join().unwrap(), (true, Some(first), None));
     }
 }

@@ -126,7 +126,8 @@ pub fn join(id: &UniqueId, nranks: usize, rank: usize) -> Result<Wired> {
     if rank == 0 {
         launch.kv()?.put(SIZE, &nranks.to_string())?;
     }
-    let wired = wire(launch)?;
+    // An NCCL rank may be one of the application's threads: not bound.
+    let wired = wire(launch, false)?;
     // Counted once this rank's links are up, so the store's owner can stop it.
     let mut c = super::store::StoreClient::connect(
         id.store,

@@ -8,6 +8,7 @@
 //! ranks, its lowest rank creates the host's segment under a random name
 //! and publishes the name for the others.
 
+use super::bind;
 use super::host;
 use super::launch::{Kv, Launch};
 use super::pmi::Pmi;
@@ -42,20 +43,24 @@ pub struct Wired {
     pub pmi: Option<Pmi>,
     /// The store this rank serves for the others.
     pub server: Option<StoreServer>,
-    /// How many ranks share this machine's cores, and this rank's place
-    /// among them (for `bind::bind`).
-    pub machine: (usize, usize),
 }
 
-/// Connects this rank to every other rank of a job of two or more.
-pub fn wire(mut launch: Launch) -> Result<Wired> {
+/// Connects this rank to every other rank of a job of two or more. With
+/// `bind_thread` (an MPI rank, a process of its own) the calling thread is bound
+/// to a CPU of its machine (`bind::bind`) before it attaches to the host's
+/// segment, so that the other ranks' barriers reach it
+/// (`membarrier::reaches_me`).
+pub fn wire(mut launch: Launch, bind_thread: bool) -> Result<Wired> {
     let p = params();
     let (me, size) = (launch.rank, launch.size);
     let deadline = Instant::now() + p.setup_timeout;
     let forced = p.transport == Transport::Tcp;
-    let (mut segment, local, tcp, hosts, (machine, place)) = match launch.local_job.clone() {
+    let (mut segment, local, tcp, hosts, (machine, _)) = match launch.local_job.clone() {
         Some(job) => {
             // ferrorun on one host: every rank is here; the segment is named by the job.
+            if bind_thread {
+                bind::bind(p.bind, me, size);
+            }
             let seg = Segment::attach(&path_for(&job), me, size, p.ring_bytes, p.setup_timeout)?;
             let tcp = if forced {
                 let listener = listen(true)?;
@@ -77,7 +82,7 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
                 (size, me),
             )
         }
-        None => meet(&mut launch, forced, deadline)?,
+        None => meet(&mut launch, forced, bind_thread, deadline)?,
     };
     segment.settle(deadline.saturating_duration_since(Instant::now()))?;
     let segment = Arc::new(segment);
@@ -89,7 +94,6 @@ pub fn wire(mut launch: Launch) -> Result<Wired> {
         segment,
         pmi: launch.take_pmi(),
         server: launch.server.take(),
-        machine: (machine, place),
     })
 }
 
@@ -107,7 +111,7 @@ type Links = (
 /// The general case: ranks exchange host identities and addresses, each
 /// host gets its segment, and ranks on different hosts (all, when forced)
 /// connect over TCP.
-fn meet(launch: &mut Launch, forced: bool, deadline: Instant) -> Result<Links> {
+fn meet(launch: &mut Launch, forced: bool, bind_thread: bool, deadline: Instant) -> Result<Links> {
     let p = params();
     let (me, size) = (launch.rank, launch.size);
     let listener = listen(false)?;
@@ -135,6 +139,10 @@ fn meet(launch: &mut Launch, forced: bool, deadline: Instant) -> Result<Links> {
         .position(|&q| q == me)
         .expect("a rank is on its own host");
     let crowded = (0..size).any(|q| host::same_host(&hosts, q).len() > 1);
+    let machine = host::same_machine(&hosts, me);
+    if bind_thread {
+        bind::bind(p.bind, machine.1, machine.0);
+    }
     let kv = launch.kv()?;
     let segment = if local.len() == 1 {
         if crowded {
@@ -184,7 +192,6 @@ fn meet(launch: &mut Launch, forced: bool, deadline: Instant) -> Result<Links> {
         &secret,
         deadline,
     )?;
-    let machine = host::same_machine(&hosts, me);
     Ok((segment, local, tcp, host::numbers(&hosts), machine))
 }
 

@@ -565,8 +565,7 @@ impl Engine {
     /// machine's cores (the ranks of this host, or more where several
     /// "hosts" share one kernel, as network namespaces do).
     pub fn set_machine_ranks(&mut self, ranks: usize) {
-        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-        let crowded = ranks > cores;
+        let crowded = ranks > bind::cores();
         self.spin = match (crowded, self.tcp.is_some()) {
             (false, _) => params().spin,
             // Ranks outnumber cores and must hand the core over quickly, at once

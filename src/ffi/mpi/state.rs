@@ -354,11 +354,8 @@ fn start(slot: &mut Option<Runtime>, thread_level: c_int) -> MpiResult<()> {
     let (eng, keep) = if launch.size == 1 {
         (Engine::singleton(), Launcher::default())
     } else {
-        let w = wire(launch).map_err(MpiErr::from)?;
         // An MPI rank is a process of its own: its thread may be bound.
-        // (The engine counted the cores this process may use before this.)
-        let (machine, place) = w.machine;
-        crate::bootstrap::bind::bind(crate::param::params().bind, place, machine);
+        let w = wire(launch, true).map_err(MpiErr::from)?;
         *SEGMENT
             .lock()
             .map_err(|_| MpiErr::new(MPI_ERR_INTERN, "library state poisoned"))? =

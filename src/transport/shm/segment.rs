@@ -63,6 +63,9 @@ pub struct Segment {
     /// Wakers need no fence between publishing and reading a doorbell,
     /// because a rank about to sleep runs a barrier on them all (`settle`).
     asymmetric: bool,
+    /// The barriers other ranks run reach this rank's thread
+    /// (`membarrier::reaches_me` when it attached).
+    covered: bool,
 }
 
 // SAFETY: all shared state in the mapping is accessed through atomics or
@@ -160,8 +163,10 @@ impl Segment {
             nranks,
             ring_bytes,
             layout: lay,
-            // Every rank is this process.
-            asymmetric: membarrier::register_global(),
+            // Every rank is this process: one more thread is covered if
+            // the calling one is (tests give their threads what they need).
+            asymmetric: membarrier::reaches_me(),
+            covered: membarrier::reaches_me(),
         };
         seg.init_header();
         // Every rank is this process, whose memory each may read.
@@ -176,13 +181,29 @@ impl Segment {
     }
 
     /// Rank `rank` of `nranks` attaches to the job's segment at `path`,
-    /// creating it if `rank == 0`, waiting for it otherwise.
+    /// creating it if `rank == 0`, waiting for it otherwise. Bind the
+    /// rank first (`bind::bind`): whether the other ranks' barriers reach
+    /// it is decided here (`membarrier::reaches_me`).
     pub fn attach(
         path: &Path,
         rank: usize,
         nranks: usize,
         ring_bytes: usize,
         deadline: Duration,
+    ) -> Result<Segment> {
+        let covered = membarrier::reaches_me();
+        Self::attach_covered(path, rank, nranks, ring_bytes, deadline, covered)
+    }
+
+    /// `attach` for a rank that the other ranks' barriers reach or not
+    /// (`covered`); one that they do not keeps every waker fencing.
+    fn attach_covered(
+        path: &Path,
+        rank: usize,
+        nranks: usize,
+        ring_bytes: usize,
+        deadline: Duration,
+        covered: bool,
     ) -> Result<Segment> {
         if nranks > MAX_RANKS {
             return Err(Error::Unsupported(format!(
@@ -213,6 +234,7 @@ impl Segment {
             ring_bytes,
             layout: lay,
             asymmetric: false,
+            covered,
         };
         if rank == 0 {
             seg.init_header();
@@ -232,7 +254,7 @@ impl Segment {
             }
         }
         seg.pid(rank).store(std::process::id(), Ordering::Release);
-        if !membarrier::register_global() {
+        if !covered {
             seg.header().fenced.fetch_add(1, Ordering::AcqRel);
         }
         if seg.header().attached.fetch_add(1, Ordering::AcqRel) + 1 == nranks as u32 {
@@ -250,8 +272,9 @@ impl Segment {
     /// pass each other, or a rank that registers and re-checks just then
     /// sleeps on data it cannot see yet. A full fence per publish costs the
     /// round trip of its store (10-17 ns per rooted call at 2 ranks). When
-    /// every rank of the segment is registered for global `membarrier`, a
-    /// rank that registers as a sleeper runs one instead
+    /// global `membarrier` surely reaches every rank of the segment (each
+    /// registered where it is bound, `membarrier::reaches_me`), a rank that
+    /// registers as a sleeper runs one instead
     /// (`prepare_sleep`): each waker then passes a full barrier somewhere,
     /// and wherever it falls, either the sleeper sees the data or the waker
     /// sees the sleeper. Every rank decides once all have said whether they
@@ -272,7 +295,14 @@ impl Segment {
             }
             std::thread::sleep(Duration::from_micros(100));
         }
-        self.asymmetric = membarrier::register_global() && h.fenced.load(Ordering::Acquire) == 0;
+        self.asymmetric = self.covered && h.fenced.load(Ordering::Acquire) == 0;
+        let (asym, covered) = (self.asymmetric, self.covered);
+        crate::param::debug_log(crate::param::DebugLevel::Info, || {
+            format!(
+                "wakers fence: {} (this rank reached by barriers: {covered})",
+                !asym
+            )
+        });
         Ok(())
     }
 
@@ -559,6 +589,7 @@ pub fn pid_alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bootstrap::bind;
     use std::sync::atomic::AtomicU64;
     use std::sync::Arc;
 
@@ -573,10 +604,26 @@ mod tests {
         for asymmetric in [true, false] {
             for hinted in [false, true] {
                 let mut seg = Segment::anonymous(2, 16384).unwrap();
-                seg.asymmetric &= asymmetric;
+                // The threads below make the barriers reach them (`mark`).
+                seg.asymmetric = asymmetric && membarrier::register_global();
                 hand_over(Arc::new(seg), hinted);
             }
         }
+    }
+
+    /// Binds the calling thread to the `nth` CPU it may use (modulo), and
+    /// has another process run there, so that the kernel marks that CPU
+    /// for this process's barriers as it switches back to this thread
+    /// (`membarrier::reaches_me`): the test process registered long before,
+    /// from wherever a thread of it then ran.
+    fn mark(nth: usize) {
+        let cpus = bind::allowed_cpus().unwrap();
+        assert!(bind::pin(cpus[nth % cpus.len()]));
+        let ran = std::process::Command::new("true").status();
+        assert!(
+            matches!(&ran, Ok(s) if s.success()),
+            "running `true`: {ran:?}"
+        );
     }
 
     #[test]
@@ -619,6 +666,9 @@ mod tests {
         let run = |me: usize| {
             let (seg, counts, published) = (seg.clone(), counts.clone(), published.clone());
             move || {
+                if seg.asymmetric {
+                    mark(me);
+                }
                 let mut seen = Seen::default();
                 for i in 0..steps {
                     let want = if me == 0 { i } else { i + 1 };
@@ -664,8 +714,9 @@ mod tests {
                 seen
             }
         };
-        let t = std::thread::spawn(run(1));
-        let (a, b) = (run(0)(), t.join().unwrap());
+        // Both on threads of their own: `mark` binds them.
+        let (t0, t1) = (std::thread::spawn(run(0)), std::thread::spawn(run(1)));
+        let (a, b) = (t0.join().unwrap(), t1.join().unwrap());
         let (unrung, slowest) = (a.unrung.max(b.unrung), a.slowest.max(b.slowest));
         let how = format!("asymmetric: {}, hinted: {hinted}", seg.asymmetric);
         assert!(
@@ -706,12 +757,13 @@ mod tests {
         // Thread-per-rank (and 1-rank) segments have every rank at once.
         let mut a = Segment::anonymous(3, 16384).unwrap();
         a.settle(Duration::ZERO).unwrap();
-        assert_eq!(a.asymmetric, membarrier::register_global());
-        // Second round: a rank that cannot take part in global barriers.
+        assert_eq!(a.asymmetric, membarrier::reaches_me());
+        // Second round: a rank that the barriers do not reach.
         for unable in [false, true] {
             let path = path_for(&format!("unit-{}-{}-{unable}", std::process::id(), line!()));
             let _ = std::fs::remove_file(&path);
-            let mut s0 = Segment::attach(&path, 0, 2, 8192, Duration::from_secs(10)).unwrap();
+            let wait = Duration::from_secs(10);
+            let mut s0 = Segment::attach_covered(&path, 0, 2, 8192, wait, true).unwrap();
             let e = s0
                 .settle(Duration::from_millis(50))
                 .unwrap_err()
@@ -721,18 +773,15 @@ mod tests {
                 "{e}"
             );
             assert!(!s0.asymmetric, "undecided: wakers fence");
-            if unable {
-                s0.header().fenced.fetch_add(1, Ordering::AcqRel);
-            }
             let p2 = path.clone();
             let t = std::thread::spawn(move || {
-                let mut s1 = Segment::attach(&p2, 1, 2, 8192, Duration::from_secs(10))?;
-                s1.settle(Duration::from_secs(10))?;
+                let mut s1 = Segment::attach_covered(&p2, 1, 2, 8192, wait, !unable)?;
+                s1.settle(wait)?;
                 Ok::<bool, Error>(s1.asymmetric)
             });
-            s0.settle(Duration::from_secs(10)).unwrap();
+            s0.settle(wait).unwrap();
             let a1 = t.join().unwrap().unwrap();
-            assert_eq!(s0.asymmetric, membarrier::register_global() && !unable);
+            assert_eq!(s0.asymmetric, !unable);
             assert_eq!(a1, s0.asymmetric, "every rank decides alike");
         }
     }
