@@ -46,9 +46,9 @@ pub struct Wired {
 }
 
 /// Connects this rank to every other rank of a job of two or more. With
-/// `bind_thread` (an MPI rank, a process of its own) the calling thread is bound
-/// to a CPU of its machine (`bind::bind`) before it attaches to the host's
-/// segment, so that the other ranks' barriers reach it
+/// `bind_thread` (an MPI rank, a process of its own) the calling thread
+/// is bound to a CPU of its machine (`bind::bind`) before it attaches to
+/// the host's segment, so that the other ranks' barriers reach it
 /// (`membarrier::reaches_me`).
 pub fn wire(mut launch: Launch, bind_thread: bool) -> Result<Wired> {
     let p = params();
