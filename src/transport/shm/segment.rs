@@ -297,11 +297,10 @@ impl Segment {
             std::thread::sleep(Duration::from_micros(100));
         }
         self.asymmetric = self.covered && h.fenced.load(Ordering::Acquire) == 0;
-        let (asym, covered) = (self.asymmetric, self.covered);
         crate::param::debug_log(crate::param::DebugLevel::Info, || {
             format!(
-                "wakers fence: {} (this rank reached by barriers: {covered})",
-                !asym
+                "wakers fence: {} (this rank reached by barriers: {})",
+                !self.asymmetric, self.covered
             )
         });
         Ok(())
