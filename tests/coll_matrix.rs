@@ -951,6 +951,38 @@ fn crowded_pulled_gather_reads_the_roots_core_mates() {
     });
 }
 
+/// Where ranks outnumber cores, a broadcast of 8 MiB or more is pulled and
+/// shared (`select::share_bcast`): every rank reads the front of the
+/// root's vector while the root writes the back into each. With 3 and 4
+/// ranks two to a CPU, every root, a length that is not a whole number of
+/// pages, and bytes past the buffer left alone.
+#[test]
+fn crowded_bcast_of_8_mib_is_shared() {
+    for n in [3, 4] {
+        world(n, &[], |r, eng, comm| {
+            ferrocoll::bootstrap::bind::pin(r % 2);
+            eng.set_machine_ranks(usize::MAX);
+            let count = (8 << 20) / 4 + 1001;
+            for root in 0..n {
+                let what = format!("n={n} root {root} rank {r}");
+                let mut buf = if r == root {
+                    data(root + 40, count)
+                } else {
+                    vec![7u8; count * 4]
+                };
+                buf.extend_from_slice(&[9u8; 64]);
+                let c = &mut Ctx::new(eng, comm);
+                coll::bcast::bcast(c, &mut buf[..count * 4], root).unwrap();
+                assert!(buf[..count * 4] == data(root + 40, count), "{what}");
+                assert!(
+                    buf[count * 4..].iter().all(|&x| x == 9),
+                    "{what}: past the end"
+                );
+            }
+        });
+    }
+}
+
 /// Collectives forced to read their peers' memory (`pull`) give the same
 /// results once a rank cannot (as if its kernel refused): every member
 /// then runs that call another way and pulls no more (reduce: in place at

@@ -5,7 +5,7 @@
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (1 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
-//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, read whole from 16 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
+//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, shared as well from 8 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB; where ranks outnumber cores binomial from 64 KiB and pulled from 256 KiB; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
@@ -178,10 +178,10 @@ pub fn pull_alltoall(bytes: usize, crowded: bool) -> bool {
 /// Broadcast, shared (the root writes the back of the vector meanwhile,
 /// `share_bcast`): 2 ranks 128 KiB 12.3 / 21.1 (31.5, 30.8), 1 MiB 110 /
 /// 155 (247, 249), 2 MiB 306 / 263 (375, 389), 8 MiB 1189 / 982, 32 MiB
-/// 5321 / 4248. Where ranks outnumber cores, read whole (the root's
-/// writes would wait for the readers' cores), from 16 MiB, us, streamed /
-/// pulled (Open MPI): 4 ranks 512 KiB 128 / 199 (206), 2 MiB 592 / 718
-/// (620), 677 / 731, 8 MiB 2437 / 3101 and 2664 / 2618, 16 MiB 6841 /
+/// 5321 / 4248. Where ranks outnumber cores, from 8 MiB, shared too
+/// (`CROWDED_SHARE_BCAST`); read whole, as from 16 MiB before, us,
+/// streamed / pulled (Open MPI): 4 ranks 512 KiB 128 / 199 (206), 2 MiB
+/// 592 / 718 (620), 677 / 731, 8 MiB 2437 / 3101 and 2664 / 2618, 16 MiB 6841 /
 /// 6703, 5445 / 5172 (6407) and 5896 / 4841, 32 MiB 22743 / 17681, 22110 /
 /// 20299 and 20901 / 20373 (23568), 64 MiB 47557 / 44614 and 45690 /
 /// 40658 (48541); 3 ranks 4 MiB 1582 / 1450, 8 MiB 2313 / 2388 and 2989 /
@@ -191,7 +191,12 @@ pub fn pull_alltoall(bytes: usize, crowded: bool) -> bool {
 /// each byte twice for every reader (into its ring, out of it), and the
 /// data no longer stay in the cache between the two.
 pub fn pull_bcast(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 16 << 20 } else { 2 << 20 }
+    bytes
+        >= if crowded {
+            CROWDED_SHARE_BCAST
+        } else {
+            2 << 20
+        }
 }
 
 /// From this many bytes a pulled broadcast (where forced below
@@ -200,11 +205,27 @@ pub fn pull_bcast(bytes: usize, crowded: bool) -> bool {
 /// 32 KiB 1.83 / 1.58, 512 KiB 16.8 / 9.5, 32 MiB 4969 / 1625.
 const SHARE_BCAST: usize = 32 << 10;
 
-/// Whether a pulled broadcast of `bytes` is shared (`pull::bcast`): not
-/// where ranks outnumber cores, where the root's writes would wait for
-/// the readers' cores.
+/// Where ranks outnumber cores, a pulled broadcast is shared from this
+/// many bytes: the root's core then copies as much as each other core
+/// (read whole, the cores without the root copy for all their ranks).
+/// Alternated runs, `-t`, 2 cores, us, streamed / read whole / shared
+/// (Open MPI): 4 ranks 1 MiB 242 / 384 / 390 (423), 2 MiB 568 / - / 726
+/// (756), 4 MiB 1305 / 1380 / 1239 (1490), 8 MiB 2499 / - / 2232 (2635),
+/// 16 MiB - / 5158 / 4187 (7484), 32 MiB - / 21834 / 16547 (23428); 8
+/// ranks 4 MiB 2451 / - / 2652 (3273). Paired, before / after: 4 ranks 8
+/// MiB 0.93, 16 MiB 0.81, 32 MiB 0.77; 3 ranks 8-32 MiB 0.84-0.85; 8
+/// ranks 8-16 MiB 0.96, 32 MiB 0.91. Below 8 MiB the root's writes wait
+/// for the readers' cores about as long as they save.
+const CROWDED_SHARE_BCAST: usize = 8 << 20;
+
+/// Whether a pulled broadcast of `bytes` is shared (`pull::bcast`).
 pub fn share_bcast(c: &Ctx, bytes: usize) -> bool {
-    !c.eng.crowded() && bytes >= SHARE_BCAST
+    bytes
+        >= if c.eng.crowded() {
+            CROWDED_SHARE_BCAST
+        } else {
+            SHARE_BCAST
+        }
 }
 
 /// Reduce, `bytes` per rank (every rank folds one block, `pull::reduce`):
