@@ -222,12 +222,14 @@ impl<'a> Ctx<'a> {
         self.exchange(step, sends, &mut [], true)
     }
 
-    /// `send_announced`, running `meanwhile` while the receivers take
-    /// their messages (see `Engine::exchange_then`).
-    pub fn send_announced_then(
+    /// `send_announced` (or, without `announce`, plain sends), running
+    /// `meanwhile` while the receivers take their messages (see
+    /// `Engine::exchange_then`).
+    pub fn send_then(
         &mut self,
         step: u32,
         sends: &[(usize, &[u8])],
+        announce: bool,
         meanwhile: impl FnOnce(),
     ) -> Result<()> {
         let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
@@ -239,7 +241,7 @@ impl<'a> Ctx<'a> {
             &mut [],
             |r| comm.world_rank(r),
             op,
-            true,
+            announce,
             meanwhile,
         )
     }
