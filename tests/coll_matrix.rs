@@ -951,39 +951,36 @@ fn crowded_pulled_gather_reads_the_roots_core_mates() {
     });
 }
 
-/// A 2-rank scatter whose block overflows the root's slot but stays below
-/// the rendezvous size goes as one plain message (`slots::announces`), as
-/// does the v-variant's; either root, a block that is not a whole number of
-/// lines, and the receiver's bytes past its block left alone.
+/// A 2-rank scatter whose block overflows the root's slot goes as one
+/// plain message below `LONE_EAGER` (`slots::scatter_kind`), as does the
+/// v-variant's; either root, blocks that are not a whole number of lines,
+/// and the receiver's bytes past its block left alone.
 #[test]
 fn two_rank_scatter_of_mid_blocks_goes_as_a_message() {
     let n = 2;
     world(n, &[], |r, eng, comm| {
-        let b = 80_004;
-        assert!(
-            b < eng.rndv_min,
-            "the block must stay below the rendezvous size"
-        );
-        for root in 0..n {
-            let what = format!("root {root} rank {r}");
-            let src: Vec<u8> = (0..n * b).map(|i| (i * 13 + root) as u8).collect();
-            let mut out = vec![5u8; b + 64];
-            let send = (r == root).then_some(&src[..]);
-            let c = &mut Ctx::new(eng, comm);
-            coll::gather::scatter(c, send, b, Some(&mut out[..b]), root).unwrap();
-            assert!(out[..b] == src[r * b..(r + 1) * b], "scatter {what}");
-            assert!(
-                out[b..].iter().all(|&x| x == 5),
-                "scatter {what}: past the block"
-            );
-            // The v-variant, blocks in reverse order with a gap.
-            let vb = [(b + 100, b - 4), (0, b)];
-            let src: Vec<u8> = (0..2 * b + 96).map(|i| (i * 7 + root) as u8).collect();
-            let send = (r == root).then_some(&src[..]);
-            let mut out = vec![5u8; vb[r].1];
-            let c = &mut Ctx::new(eng, comm);
-            coll::gather::scatterv(c, send, &vb, Some(&mut out), root).unwrap();
-            assert!(out == src[vb[r].0..vb[r].0 + vb[r].1], "scatterv {what}");
+        for b in [80_004, 300_004] {
+            for root in 0..n {
+                let what = format!("block {b} root {root} rank {r}");
+                let src: Vec<u8> = (0..n * b).map(|i| (i * 13 + root) as u8).collect();
+                let mut out = vec![5u8; b + 64];
+                let send = (r == root).then_some(&src[..]);
+                let c = &mut Ctx::new(eng, comm);
+                coll::gather::scatter(c, send, b, Some(&mut out[..b]), root).unwrap();
+                assert!(out[..b] == src[r * b..(r + 1) * b], "scatter {what}");
+                assert!(
+                    out[b..].iter().all(|&x| x == 5),
+                    "scatter {what}: past the block"
+                );
+                // The v-variant, blocks in reverse order with a gap.
+                let vb = [(b + 100, b - 4), (0, b)];
+                let src: Vec<u8> = (0..2 * b + 96).map(|i| (i * 7 + root) as u8).collect();
+                let send = (r == root).then_some(&src[..]);
+                let mut out = vec![5u8; vb[r].1];
+                let c = &mut Ctx::new(eng, comm);
+                coll::gather::scatterv(c, send, &vb, Some(&mut out), root).unwrap();
+                assert!(out == src[vb[r].0..vb[r].0 + vb[r].1], "scatterv {what}");
+            }
         }
     });
 }

@@ -18,7 +18,7 @@ pub mod select;
 pub mod slots;
 pub mod stream;
 
-use crate::comm::engine::Engine;
+use crate::comm::engine::{Engine, SendKind};
 use crate::comm::Comm;
 use crate::copy::{copy, copy_uncached, p2p_uncached_from};
 use crate::error::{Error, Result};
@@ -222,14 +222,14 @@ impl<'a> Ctx<'a> {
         self.exchange(step, sends, &mut [], true)
     }
 
-    /// `send_announced` (or, without `announce`, plain sends), running
+    /// Sends of `kind` (`SendKind::Rooted`: as `send_announced`), running
     /// `meanwhile` while the receivers take their messages (see
     /// `Engine::exchange_then`).
     pub fn send_then(
         &mut self,
         step: u32,
         sends: &[(usize, &[u8])],
-        announce: bool,
+        kind: SendKind,
         meanwhile: impl FnOnce(),
     ) -> Result<()> {
         let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
@@ -241,7 +241,7 @@ impl<'a> Ctx<'a> {
             &mut [],
             |r| comm.world_rank(r),
             op,
-            announce,
+            kind,
             meanwhile,
         )
     }

@@ -22,7 +22,7 @@ use super::{
     block, block_mut, check_len, check_recv_blocks, check_send_blocks, copy_own, split_blocks, Ctx,
     Reducer,
 };
-use crate::comm::engine::Engine;
+use crate::comm::engine::{Engine, SendKind};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::{Area, Push, DEPTH, NEAR_BYTES, SLOT_DATA};
@@ -1333,7 +1333,7 @@ fn scatter_blocks(
         // 2 ranks, us, copied after / meanwhile (Open MPI): 512 KiB 14.5 /
         // 9.3 (13.5), 2 MiB 80-83 / 50-51 (75), 8 MiB 718 / 359-361 (632).
         let mut own_res = Ok(());
-        c.send_then(0, &sends, announces(c, &sends), || {
+        c.send_then(0, &sends, scatter_kind(c, &sends), || {
             if let Some(d) = recv {
                 own_res = copy_own(d, own);
             }
@@ -1354,20 +1354,24 @@ fn scatter_blocks(
     Ok(())
 }
 
-/// Whether a root's scatter announces its messages (each receiver reads
-/// its block in place) rather than sending them at once. A lone receiver
-/// on a core of its own takes a message below the rendezvous size
-/// (`Engine::rndv_min`) faster through the ring, which it empties while
-/// the root fills it; announced, it reads the root's lines from the other
-/// core. 2 ranks, `-t`, alternated, medians of 5, us, scatter of (per
-/// rank) announced / sent at once (Open MPI): 48 KiB 11.3 / 9.6 (17.5),
-/// 64 KiB 19.7 / 11.1 (21.9), 80 KiB 26.3 / 13.7 (26.8), 96 KiB 28.3 /
-/// 18.1 (32.0). Several receivers read their blocks in place at once,
-/// where the root would copy every block into a ring in turn; where ranks
-/// outnumber cores the announcement waits for each receiver to run.
-fn announces(c: &Ctx, sends: &[(usize, &[u8])]) -> bool {
-    let lone = sends.len() == 1 && !c.eng.crowded();
-    !(lone && sends.iter().all(|s| s.1.len() < c.eng.rndv_min))
+/// How a root's scatter sends its messages: announced (each receiver
+/// reads its block in place), except to a lone receiver on a core of its
+/// own (`SendKind::Lone`), which takes a block below `Engine`'s
+/// `LONE_EAGER` faster through the ring, emptying it while the root fills
+/// it; announced, it read the root's freshly written lines from the other
+/// core. 2 ranks, `-t`, alternated, medians of 5, us, per-rank block,
+/// announced / plain (Open MPI): 48 KiB 11.3 / 9.6 (17.5), 64 KiB 19.7 /
+/// 11.1 (21.9), 80 KiB 26.3 / 13.7 (26.8), 96 KiB 28.3 / 18.1 (32.0);
+/// larger, at `LONE_EAGER`. Several receivers read their blocks in place
+/// at once, where the root would copy every block into a ring in turn;
+/// where ranks outnumber cores the announcement waits for each receiver's
+/// core.
+fn scatter_kind(c: &Ctx, sends: &[(usize, &[u8])]) -> SendKind {
+    if sends.len() == 1 && !c.eng.crowded() {
+        SendKind::Lone
+    } else {
+        SendKind::Rooted
+    }
 }
 
 /// All-to-all(v): each rank's slot holds its blocks for the others, after

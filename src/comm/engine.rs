@@ -441,7 +441,20 @@ pub enum SendKind {
     /// Announced whatever its size over shared memory: a root sending to
     /// several ranks (`Ctx::send_announced`).
     Rooted,
+    /// A root's message to its one receiver, which has a core of its own
+    /// (`coll::slots::scatter_kind`): eager below `LONE_EAGER`.
+    Lone,
 }
+
+/// A `SendKind::Lone` message leaves eagerly below this size (unless
+/// `FERROCOLL_RNDV_BYTES` sets the rendezvous size): its receiver empties
+/// the ring while the root fills it, where read in place it would fetch
+/// the root's freshly written lines from the other core. 2-rank scatter,
+/// `-t`, alternated, medians of 5, us, per-rank block, read in place /
+/// eager (Open MPI): 128 KiB 38.4 / 24.2 (42.3), 256 KiB 76.9 / 46.1
+/// (80.2), 512 KiB 167 / 110 (174), 768 KiB 206 / 195 (240), 1 MiB 244 /
+/// 292 (303).
+const LONE_EAGER: usize = 768 * 1024;
 
 /// Where reads work and ranks outnumber cores, a `SendKind::Paired` send
 /// leaves eagerly below this size, though others are read in place from
@@ -851,9 +864,11 @@ impl Engine {
         if self.links[dst].has_failed() {
             return Err(self.link_death(dst, op));
         }
-        let rooted = kind == SendKind::Rooted;
+        // A root's messages are read alone (below); only `Rooted` ones are
+        // announced whatever their size.
+        let rooted = matches!(kind, SendKind::Rooted | SendKind::Lone);
         let announce = self.announces(dst, buf.len(), kind)
-            || (rooted && !buf.is_empty() && self.links[dst].is_remote());
+            || (kind == SendKind::Rooted && !buf.is_empty() && self.links[dst].is_remote());
         let mut frame = Frame::eager(ctx, tag, buf.len());
         let id = self.alloc(Kind::Send {
             dst,
@@ -1036,6 +1051,7 @@ impl Engine {
             SendKind::Paired if self.crowded && self.cma && params().rndv_min.is_none() => {
                 self.rndv_min.max(CROWDED_PAIRED_RNDV)
             }
+            SendKind::Lone if params().rndv_min.is_none() => self.rndv_min.max(LONE_EAGER),
             _ => self.rndv_min,
         };
         len >= from && self.links[dst].is_remote()
@@ -2769,7 +2785,12 @@ impl Engine {
         op: &'static str,
         announce: bool,
     ) -> Result<()> {
-        self.exchange_then(ctx, tag, sends, recvs, world, op, announce, || {})
+        let kind = if announce {
+            SendKind::Rooted
+        } else {
+            SendKind::Plain
+        };
+        self.exchange_then(ctx, tag, sends, recvs, world, op, kind, || {})
     }
 
     /// `exchange`, running `meanwhile` once every message is posted and
@@ -2784,7 +2805,7 @@ impl Engine {
         recvs: &mut [(usize, &mut [u8])],
         world: impl Fn(usize) -> usize,
         op: &'static str,
-        announce: bool,
+        kind: SendKind,
         meanwhile: impl FnOnce(),
     ) -> Result<()> {
         let mut ids = Vec::with_capacity(sends.len() + recvs.len());
@@ -2804,11 +2825,6 @@ impl Engine {
         for (dst, buf) in sends {
             // SAFETY: as above; send buffers are only read.
             let raw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
-            let kind = if announce {
-                SendKind::Rooted
-            } else {
-                SendKind::Plain
-            };
             ids.push(self.isend_as(world(*dst), ctx, tag, raw, op, kind)?);
         }
         meanwhile();
