@@ -12,7 +12,7 @@
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 32 KiB per rank; else slots (a part too large for a slot goes as a message); scatter and the v-variants pull only when forced |
+//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 32 KiB per rank; else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's below 768 KiB at 2 ranks on cores of their own, sent eagerly, `SendKind::Lone`); scatter and the v-variants pull only when forced |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it

@@ -1360,9 +1360,8 @@ fn scatter_blocks(
 /// `LONE_EAGER` faster through the ring, emptying it while the root fills
 /// it; announced, it read the root's freshly written lines from the other
 /// core. 2 ranks, `-t`, alternated, medians of 5, us, per-rank block,
-/// announced / plain (Open MPI): 48 KiB 11.3 / 9.6 (17.5), 64 KiB 19.7 /
-/// 11.1 (21.9), 80 KiB 26.3 / 13.7 (26.8), 96 KiB 28.3 / 18.1 (32.0);
-/// larger, at `LONE_EAGER`. Several receivers read their blocks in place
+/// announced / plain (Open MPI): 64 KiB 19.7 / 11.1 (21.9), 80 KiB 26.3 /
+/// 13.7 (26.8), 96 KiB 28.3 / 18.1 (32.0); larger, at `LONE_EAGER`. Several receivers read their blocks in place
 /// at once, where the root would copy every block into a ring in turn;
 /// where ranks outnumber cores the announcement waits for each receiver's
 /// core.
