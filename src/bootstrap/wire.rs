@@ -55,7 +55,7 @@ pub fn wire(mut launch: Launch, bind_thread: bool) -> Result<Wired> {
     let (me, size) = (launch.rank, launch.size);
     let deadline = Instant::now() + p.setup_timeout;
     let forced = p.transport == Transport::Tcp;
-    let (mut segment, local, tcp, hosts, (machine, _)) = match launch.local_job.clone() {
+    let (mut segment, local, tcp, hosts, machine) = match launch.local_job.clone() {
         Some(job) => {
             // ferrorun on one host: every rank is here; the segment is named by the job.
             if bind_thread {
@@ -74,13 +74,7 @@ pub fn wire(mut launch: Launch, bind_thread: bool) -> Result<Wired> {
             } else {
                 Vec::new()
             };
-            (
-                seg,
-                (0..size).collect::<Vec<_>>(),
-                tcp,
-                vec![0; size],
-                (size, me),
-            )
+            (seg, (0..size).collect::<Vec<_>>(), tcp, vec![0; size], size)
         }
         None => meet(&mut launch, forced, bind_thread, deadline)?,
     };
@@ -99,13 +93,13 @@ pub fn wire(mut launch: Launch, bind_thread: bool) -> Result<Wired> {
 
 /// A host's segment, the world ranks sharing it, TCP connections to the
 /// other ranks, each world rank's host number, and how many ranks share
-/// this machine's cores with this rank's place among them.
+/// this machine's cores.
 type Links = (
     Segment,
     Vec<usize>,
     Vec<(usize, Vec<TcpStream>)>,
     Vec<u32>,
-    (usize, usize),
+    usize,
 );
 
 /// The general case: ranks exchange host identities and addresses, each
@@ -192,7 +186,7 @@ fn meet(launch: &mut Launch, forced: bool, bind_thread: bool, deadline: Instant)
         &secret,
         deadline,
     )?;
-    Ok((segment, local, tcp, host::numbers(&hosts), machine))
+    Ok((segment, local, tcp, host::numbers(&hosts), machine.0))
 }
 
 /// A listening socket on the chosen interface (loopback when `local` and

@@ -208,7 +208,7 @@ impl<'a> Ctx<'a> {
         sends: &[(usize, &[u8])],
         recvs: &mut [(usize, &mut [u8])],
     ) -> Result<()> {
-        self.exchange(step, sends, recvs, false)
+        self.exchange(step, sends, recvs, SendKind::Plain, || {})
     }
 
     /// Sends each `(rank, bytes)` of `sends`, announced whatever its size,
@@ -219,7 +219,7 @@ impl<'a> Ctx<'a> {
     /// core wait behind it. 4 ranks on 2 cores, scatter of 32 KiB per
     /// rank: 16.8 us sent at once, 11.2 announced (Open MPI 13.6).
     pub fn send_announced(&mut self, step: u32, sends: &[(usize, &[u8])]) -> Result<()> {
-        self.exchange(step, sends, &mut [], true)
+        self.exchange(step, sends, &mut [], SendKind::Rooted, || {})
     }
 
     /// Sends of `kind` (`SendKind::Rooted`: as `send_announced`), running
@@ -232,18 +232,7 @@ impl<'a> Ctx<'a> {
         kind: SendKind,
         meanwhile: impl FnOnce(),
     ) -> Result<()> {
-        let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
-        let comm: &Comm = self.comm;
-        self.eng.exchange_then(
-            ctx,
-            tag,
-            sends,
-            &mut [],
-            |r| comm.world_rank(r),
-            op,
-            kind,
-            meanwhile,
-        )
+        self.exchange(step, sends, &mut [], kind, meanwhile)
     }
 
     fn exchange(
@@ -251,12 +240,21 @@ impl<'a> Ctx<'a> {
         step: u32,
         sends: &[(usize, &[u8])],
         recvs: &mut [(usize, &mut [u8])],
-        announce: bool,
+        kind: SendKind,
+        meanwhile: impl FnOnce(),
     ) -> Result<()> {
         let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
         let comm: &Comm = self.comm;
-        self.eng
-            .exchange(ctx, tag, sends, recvs, |r| comm.world_rank(r), op, announce)
+        self.eng.exchange_then(
+            ctx,
+            tag,
+            sends,
+            recvs,
+            |r| comm.world_rank(r),
+            op,
+            kind,
+            meanwhile,
+        )
     }
 
     /// Sends `sbuf` to `to` while receiving `rbuf` from `from`, handing

@@ -885,7 +885,7 @@ impl Engine {
             // The receiver reads it where it lies: one copy, not two
             // through the ring, and no sender needs to run meanwhile.
             // A root's messages are read alone: it copies its own block
-            // meanwhile (`Ctx::send_announced_then`), and would answer a
+            // meanwhile (`Ctx::send_then`), and would answer a
             // `Share` only after that. Scatter of 2 MiB at 2 ranks (1 MiB
             // parts), us, shared / alone (Open MPI): 105-107 / 80-87 (75),
             // before the own block overlapped the reads.
@@ -2768,34 +2768,16 @@ impl Engine {
         exact_fill(&st, len, op)
     }
 
-    /// Sends and receives a set of messages on context `ctx` with one tag,
-    /// returning when all have completed (`announce`: as `isend_as`). Every receive must be filled
-    /// exactly (collectives know their sizes); a shorter or longer message
-    /// means the ranks called the collective with mismatched arguments.
+    /// Sends and receives a set of messages on context `ctx` with one tag
+    /// (sends of `kind`, see `isend_as`), running `meanwhile` once every
+    /// message is posted and before the wait: work of the caller's own
+    /// that overlaps the transfers (a root's own block, while its receivers
+    /// read theirs). Returns when all have completed. Every receive must be
+    /// filled exactly (collectives know their sizes); a shorter or longer
+    /// message means the ranks called the collective with mismatched
+    /// arguments.
     ///
     /// Peers are given in some numbering that `world` turns into world ranks.
-    #[allow(clippy::too_many_arguments)]
-    pub fn exchange(
-        &mut self,
-        ctx: u32,
-        tag: i32,
-        sends: &[(usize, &[u8])],
-        recvs: &mut [(usize, &mut [u8])],
-        world: impl Fn(usize) -> usize,
-        op: &'static str,
-        announce: bool,
-    ) -> Result<()> {
-        let kind = if announce {
-            SendKind::Rooted
-        } else {
-            SendKind::Plain
-        };
-        self.exchange_then(ctx, tag, sends, recvs, world, op, kind, || {})
-    }
-
-    /// `exchange`, running `meanwhile` once every message is posted and
-    /// before the wait: work of the caller's own that overlaps the
-    /// transfers (a root's own block, while its receivers read theirs).
     #[allow(clippy::too_many_arguments)]
     pub fn exchange_then(
         &mut self,
