@@ -429,23 +429,23 @@ pub fn scatterv(
 /// 24.4, 2 MiB 214 / 195 / 197, 8 MiB 904 / 822 / 828; 2-rank reduce 2
 /// MiB 191 / 180 / 176, 8 MiB 906 / 863 / 857 (2 MiB of L2 per core). An
 /// earlier host: 2-rank reduce 512 KiB 26.1 / 24.9, 1 MiB 57.7 / 57.4.
+///
+/// The same where ranks outnumber cores, which took 64 KiB pieces before:
+/// an allreduce's piece goes to every peer, each copy a system call, and
+/// two ranks' pieces of 256 KiB with their scratch still fit a core's
+/// cache. `-t`, alternated, us, medians of 4-6, 64 / 256 KiB (paired
+/// ratio): 4 ranks on 2 cores allreduce 1 MiB 614 / 572 (0.93), 2 MiB
+/// 1156 / 1020 (0.91), 4 MiB 2298 / 1980 (0.87), 8 MiB 6739 / 5495 (0.84),
+/// 16 MiB 14691 / 13438 (0.89), 32 MiB 30624 / 29199 (0.96); 3 ranks 1
+/// MiB 618 / 528 (0.90), 4 MiB 2034 / 1883 (0.93); 8 ranks 1 MiB 1387 /
+/// 1381 (0.96), 4 MiB 7352 / 6379 (0.92); 4 ranks reduce 256 KiB - 8 MiB
+/// and reduce_scatter 1-8 MiB alike (0.97-1.01).
 const REDUCE_PIECE: usize = 256 << 10;
 
-/// `REDUCE_PIECE` where ranks outnumber cores: two ranks share a core's
-/// cache by turns. 4 ranks on 2 cores, medians of 8, us, 64 KiB / 256 KiB
-/// / 1 MiB: reduce 512 KiB 81 / 88, 2 MiB 451 / 468, 8 MiB 1773 / 1764;
-/// allreduce 2 MiB 633 / 609 / 627, 8 MiB 2887 / 2809 / 3302.
-const CROWDED_PIECE: usize = 64 << 10;
-
-/// The piece (`REDUCE_PIECE` or `CROWDED_PIECE`) in whole elements.
-fn piece_of(c: &Ctx, red: &Reducer) -> usize {
-    let bytes = if c.eng.crowded() {
-        CROWDED_PIECE
-    } else {
-        REDUCE_PIECE
-    };
+/// `REDUCE_PIECE` in whole elements.
+fn piece_of(red: &Reducer) -> usize {
     let extent = red.extent.max(1);
-    (bytes / extent).max(1) * extent
+    (REDUCE_PIECE / extent).max(1) * extent
 }
 
 /// Most bytes of its input that a rank of a pulled allreduce, reduce or
@@ -566,7 +566,7 @@ fn folded(
         // In place: the first piece is folded aside, so every rank has
         // read from every peer before anyone writes; the rest in place.
         let out = out.expect("an allreduce has a result everywhere");
-        let first = piece_of(c, red).min(l);
+        let first = piece_of(red).min(l);
         let mut aside = c.scratch(first);
         let probe = Some(&mut aside[..]);
         ok = ok
@@ -650,7 +650,7 @@ fn fold_block(
         (true, true) => (0..n).map(|i| (me + i) % n).collect(),
         (false, _) => (0..n).rev().collect(),
     };
-    let piece = piece_of(c, red).min(l);
+    let piece = piece_of(red).min(l);
     let need = |yes: bool| if yes { piece } else { 0 };
     // Scratch for the result (without `dest`), for a peer's piece folded
     // into another's, and for this rank's piece copied aside.
