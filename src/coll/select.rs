@@ -4,7 +4,7 @@
 //!
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
-//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (1 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
+//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (512 KiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, shared as well from 8 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB; where ranks outnumber cores binomial from 64 KiB and pulled from 256 KiB; without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
@@ -242,11 +242,15 @@ pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
 /// Allreduce, `bytes` per rank (every rank folds one block and writes it
 /// to all, `pull::allreduce`): 2 ranks 16 KiB 4.38 / 6.47 (9.49, 6.99),
 /// 64 KiB 14.3 / 16.6 (21.0, 25.9), 128 KiB 29.1 / 29.1 (34.7, 42.9), 512
-/// KiB 126 / 108 (136, 157), 4 MiB 1207 / 773, 16 MiB 6514 / 3343; 4
-/// ranks on 2 cores 128 KiB 74.4 / 93.0, 512 KiB 354 / 345, 1 MiB 683 /
-/// 598, 4 MiB 2765 / 2277, 32 MiB 39322 / 33872.
+/// KiB 126 / 108 (136, 157), 4 MiB 1207 / 773, 16 MiB 6514 / 3343. Where
+/// ranks outnumber cores, with `pull::REDUCE_PIECE` pieces, `-t`,
+/// alternated, medians of 5-7 (Open MPI): 4 ranks on 2 cores 128 KiB 71.6
+/// / 86.8 (109), 256 KiB 159 / 161 and 179 / 166, 512 KiB 334 / 295 (424)
+/// and 335 / 305 (439), 1 MiB 632 / 530 (861); 3 ranks 256 KiB 137 /
+/// 117, 512 KiB 285 / 265; 8 ranks 256 KiB 400 / 448, 512 KiB 798 / 641
+/// (1063), 1 MiB 1535 / 1290.
 pub fn pull_allreduce(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 1 << 20 } else { 128 << 10 }
+    bytes >= if crowded { 512 << 10 } else { 128 << 10 }
 }
 
 /// Reduce-scatter, `bytes` in total (each rank folds its own block,
