@@ -424,7 +424,7 @@ pub fn scatterv(
 
 /// Bytes of a block a rank reads and folds at a time: the piece of the
 /// result stays in cache between the reads and the folds, and each piece
-/// costs two system calls per peer. Alternated, medians of 6, us, pieces
+/// costs a read from every peer and, in an allreduce, a write to each. Alternated, medians of 6, us, pieces
 /// of 64 KiB / 256 KiB / 512 KiB: 2-rank allreduce 512 KiB 29.1 / 24.1 /
 /// 24.4, 2 MiB 214 / 195 / 197, 8 MiB 904 / 822 / 828; 2-rank reduce 2
 /// MiB 191 / 180 / 176, 8 MiB 906 / 863 / 857 (2 MiB of L2 per core). An
