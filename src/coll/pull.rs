@@ -424,11 +424,12 @@ pub fn scatterv(
 
 /// Bytes of a block a rank reads and folds at a time: the piece of the
 /// result stays in cache between the reads and the folds, and each piece
-/// costs a read from every peer and, in an allreduce, a write to each. Alternated, medians of 6, us, pieces
-/// of 64 KiB / 256 KiB / 512 KiB: 2-rank allreduce 512 KiB 29.1 / 24.1 /
-/// 24.4, 2 MiB 214 / 195 / 197, 8 MiB 904 / 822 / 828; 2-rank reduce 2
-/// MiB 191 / 180 / 176, 8 MiB 906 / 863 / 857 (2 MiB of L2 per core). An
-/// earlier host: 2-rank reduce 512 KiB 26.1 / 24.9, 1 MiB 57.7 / 57.4.
+/// costs a read from every peer and, in an allreduce, a write to each.
+/// Alternated, medians of 6, us, pieces of 64 KiB / 256 KiB / 512 KiB:
+/// 2-rank allreduce 512 KiB 29.1 / 24.1 / 24.4, 2 MiB 214 / 195 / 197, 8
+/// MiB 904 / 822 / 828; 2-rank reduce 2 MiB 191 / 180 / 176, 8 MiB 906 /
+/// 863 / 857 (2 MiB of L2 per core). An earlier host: 2-rank reduce 512
+/// KiB 26.1 / 24.9, 1 MiB 57.7 / 57.4.
 ///
 /// The same where ranks outnumber cores, which took 64 KiB pieces before:
 /// an allreduce's piece goes to every peer, each copy a system call, and
@@ -449,8 +450,9 @@ fn piece_of(red: &Reducer) -> usize {
 }
 
 /// Most bytes of its input that a rank of a pulled allreduce, reduce or
-/// reduce-scatter hands to the shared cache (`demote`) before its peers
-/// read them: the blocks the others fold, which the program has most
+/// reduce-scatter hands to the shared cache (`demote`) as its peers come
+/// to read them (an allreduce or reduce once its offer is out, see
+/// `folded`; a reduce-scatter before it offers): the blocks the others fold, which the program has most
 /// likely just written and this core still holds, so that each peer's
 /// read is served by the shared cache instead of a snoop of this core.
 /// Not where ranks outnumber cores, where a reader may share this core's

@@ -1361,10 +1361,10 @@ fn scatter_blocks(
 /// it; announced, it read the root's freshly written lines from the other
 /// core. 2 ranks, `-t`, alternated, medians of 5, us, per-rank block,
 /// announced / plain (Open MPI): 64 KiB 19.7 / 11.1 (21.9), 80 KiB 26.3 /
-/// 13.7 (26.8), 96 KiB 28.3 / 18.1 (32.0); larger, at `LONE_EAGER`. Several receivers read their blocks in place
-/// at once, where the root would copy every block into a ring in turn;
-/// where ranks outnumber cores the announcement waits for each receiver's
-/// core.
+/// 13.7 (26.8), 96 KiB 28.3 / 18.1 (32.0); larger, at `LONE_EAGER`.
+/// Several receivers read their blocks in place at once, where the root
+/// would copy every block into a ring in turn; where ranks outnumber
+/// cores the announcement waits for each receiver's core.
 fn scatter_kind(c: &Ctx, sends: &[(usize, &[u8])]) -> SendKind {
     if sends.len() == 1 && !c.eng.crowded() {
         SendKind::Lone
