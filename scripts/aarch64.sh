@@ -23,7 +23,7 @@ skip() {
 need_tool aarch64.sh aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
 need_tool aarch64.sh qemu-aarch64 qemu-user
 sysroot=/usr/aarch64-linux-gnu
-[ -e "$sysroot/lib/ld-linux-aarch64.so.1" ] ||
+[ -e "$sysroot/lib/ld-linux-aarch64.so.1" ] && [ -e "$sysroot/lib/Scrt1.o" ] ||
   skip "no aarch64 C library under $sysroot (apt-get install libc6-dev-arm64-cross)"
 [ -d "$(rustc --print sysroot)/lib/rustlib/$target" ] ||
   skip "no Rust standard library for $target (rustup target add $target)"

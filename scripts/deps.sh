@@ -46,6 +46,11 @@ present() {
   if $have_dpkg && dpkg -s "$pkg" 2>/dev/null | grep -q '^Status: install ok installed'; then
     return 0
   fi
+  # No command to look for (a library): dpkg alone tells, and it said no.
+  if [ -z "${probe[$pkg]}" ]; then
+    ! $have_dpkg
+    return
+  fi
   for check in ${probe[$pkg]}; do
     command -v "${check#cmd:}" >/dev/null 2>&1 || return 1
   done
