@@ -16,7 +16,7 @@ pub fn allgatherv(
     let r = c.rank();
     let total: usize = blocks.iter().map(|b| b.1).sum();
     let fits = blocks.iter().all(|b| b.1 <= SLOT_DATA);
-    if select::allgather_pulls(c, total) && pull::allgatherv(c, send, recv, blocks)? {
+    if select::allgather_pulls(c, total)? && pull::allgatherv(c, send, recv, blocks)? {
         return Ok(());
     }
     if select::slots(

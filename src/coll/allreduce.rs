@@ -19,7 +19,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
         }
         return Ok(());
     }
-    if select::pull(c, "allreduce", recv.len(), select::pull_allreduce)
+    if select::pull(c, "allreduce", recv.len(), select::pull_allreduce)?
         && pull::allreduce(c, send, recv, red)?
     {
         return Ok(());

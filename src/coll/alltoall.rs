@@ -18,7 +18,7 @@ pub fn alltoall(
     let len = rblocks.first().map_or(0, |b| b.1);
     let uniform = sblocks == rblocks && rblocks.iter().all(|b| b.1 == len);
     if uniform
-        && select::pull(c, "alltoall", len * c.size(), select::pull_alltoall)
+        && select::pull(c, "alltoall", len * c.size(), select::pull_alltoall)?
         && pull::alltoall(c, send, recv, rblocks)?
     {
         return Ok(());

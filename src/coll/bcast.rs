@@ -11,7 +11,7 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     if c.size() == 1 || buf.is_empty() {
         return Ok(());
     }
-    if select::pull(c, "bcast", buf.len(), select::pull_bcast)
+    if select::pull(c, "bcast", buf.len(), select::pull_bcast)?
         && pull::bcast(c, buf, root, select::share_bcast(c, buf.len()))?
     {
         return Ok(());

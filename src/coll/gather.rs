@@ -16,7 +16,7 @@ pub fn gatherv(
 ) -> Result<()> {
     // Only forced (`pull_never`): members other than the root know their
     // own block alone, so no size is known alike to choose by.
-    if select::pull(c, "gather", 0, select::pull_never)
+    if select::pull(c, "gather", 0, select::pull_never)?
         && pull::fits(c.size())
         && pull::gatherv(c, send, recv.as_deref_mut(), blocks, root)?
     {
@@ -63,7 +63,7 @@ pub fn gatherv_uniform(
     len: usize,
     root: usize,
 ) -> Result<()> {
-    if select::pull(c, "gather", len, select::pull_gather)
+    if select::pull(c, "gather", len, select::pull_gather)?
         && pull::fits(c.size())
         && pull::gatherv(c, send, recv.as_deref_mut(), blocks, root)?
     {
@@ -81,7 +81,7 @@ pub fn gather(
     len: usize,
     root: usize,
 ) -> Result<()> {
-    if select::pull(c, "gather", len, select::pull_gather)
+    if select::pull(c, "gather", len, select::pull_gather)?
         && pull::fits(c.size())
         && pull::gatherv(
             c,
@@ -108,7 +108,7 @@ pub fn scatter(
     mut recv: Option<&mut [u8]>,
     root: usize,
 ) -> Result<()> {
-    if select::pull(c, "scatter", len, select::pull_never)
+    if select::pull(c, "scatter", len, select::pull_never)?
         && pull::fits(c.size())
         && pull::scatterv(
             c,
@@ -143,7 +143,7 @@ pub fn scatterv(
     root: usize,
 ) -> Result<()> {
     // Only forced, as for `gatherv`.
-    if select::pull(c, "scatter", 0, select::pull_never)
+    if select::pull(c, "scatter", 0, select::pull_never)?
         && pull::fits(c.size())
         && pull::scatterv(c, send, blocks, recv.as_deref_mut(), root)?
     {

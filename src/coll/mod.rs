@@ -17,6 +17,7 @@ pub mod scan;
 pub mod select;
 pub mod slots;
 pub mod stream;
+pub mod tune;
 
 use crate::comm::engine::{Engine, SendKind};
 use crate::comm::Comm;

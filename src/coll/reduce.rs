@@ -19,7 +19,7 @@ pub fn reduce(
     // Slots first: a communicator with slots is never split by host.
     if c.size() > 1 {
         let bytes = send.or(recv.as_deref()).map_or(0, <[u8]>::len);
-        if select::pull(c, "reduce", bytes, select::pull_reduce)
+        if select::pull(c, "reduce", bytes, select::pull_reduce)?
             && pull::reduce(c, send, recv.as_deref_mut(), root, red)?
         {
             return Ok(());

@@ -132,7 +132,7 @@ pub fn reduce_scatter(
         .collect();
     let total = off;
     if c.size() > 1
-        && select::pull(c, "reduce_scatter", total, select::pull_reduce_scatter)
+        && select::pull(c, "reduce_scatter", total, select::pull_reduce_scatter)?
         && pull::reduce_scatter(c, send, recv, &blocks, red)?
     {
         return Ok(());

@@ -18,7 +18,10 @@
 //! its peers' buffers (cross-memory attach), where the kernel allows it
 //! (`FERROCOLL_CMA`); the figures behind each choice are at `pull_allgather`,
 //! `allgather_pulls`, `pull_alltoall`, `pull_bcast`, `pull_reduce`,
-//! `pull_allreduce`, `pull_reduce_scatter` and `pull_gather`.
+//! `pull_allreduce`, `pull_reduce_scatter` and `pull_gather`. Where ranks
+//! have cores of their own, a pull those give from `tune::TUNED_FROM` bytes
+//! is only proposed: timings decide between it and the other way
+//! (`coll::tune`).
 //!
 //! `slots` (collective slots in shared memory, see `coll::slots`): each
 //! rank's part fits a slot (64 KiB) and, where every rank reads every part,
@@ -35,8 +38,10 @@
 //! performance work re-tunes them from measurements.
 
 use super::slots::READ_LIMIT;
-use super::Ctx;
+use super::{tune, Ctx};
+use crate::error::Result;
 use crate::transport::shm::slots::SLOT_DATA;
+use std::time::Instant;
 
 /// The algorithm names `FERROCOLL_ALGO` accepts, per collective (the table
 /// above, plus `flat` and `slices` of the host-aware algorithms).
@@ -103,16 +108,77 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
 
 /// Whether `coll` reads its peers' buffers in place (`coll::pull`):
 /// forced with `pull`, or chosen automatically where `auto` says (from
-/// `bytes` as every member counts it, and whether ranks outnumber cores).
-/// Never where pulls are off.
-pub fn pull(c: &Ctx, coll: &str, bytes: usize, auto: fn(usize, bool) -> bool) -> bool {
+/// `bytes` as every member counts it, and whether ranks outnumber cores)
+/// and, where it says to pull from `tune::TUNED_FROM` bytes and ranks have
+/// cores of their own, the latest timings agree (`tuned`). Never where
+/// pulls are off. Where `auto` says not to pull, the other way won in
+/// both of the host's states below and the trials would only cost.
+pub fn pull(
+    c: &mut Ctx,
+    coll: &'static str,
+    bytes: usize,
+    auto: fn(usize, bool) -> bool,
+) -> Result<bool> {
     if !c.pulls() {
-        return false;
+        return Ok(false);
     }
     match c.forced(coll) {
-        Some("pull") => true,
-        Some(name) if known(coll, name) => false,
-        _ => auto(bytes, c.eng.crowded()),
+        Some("pull") => Ok(true),
+        Some(name) if known(coll, name) => Ok(false),
+        _ => {
+            let fixed = auto(bytes, c.eng.crowded());
+            if !fixed || c.eng.crowded() || bytes < tune::TUNED_FROM || !TUNED.contains(&coll) {
+                return Ok(fixed);
+            }
+            tuned(c, coll, bytes)
+        }
+    }
+}
+
+/// The collectives whose pulls are timed against the other way
+/// (`coll::tune`); scatter and the v-variants never pull by themselves.
+const TUNED: [&str; 7] = [
+    "allreduce",
+    "bcast",
+    "reduce",
+    "reduce_scatter",
+    "alltoall",
+    "allgather",
+    "gather",
+];
+
+/// Whether this call pulls by `coll::tune`, where the size says to: a
+/// trial (timed on rank 0), the way rank 0 tells the others, or the
+/// round's verdict.
+fn tuned(c: &mut Ctx, coll: &'static str, bytes: usize) -> Result<bool> {
+    let fixed = true;
+    let first = c.rank() == 0;
+    let Some(s) = c.comm.slots.as_mut() else {
+        return Ok(fixed);
+    };
+    let (slot, step) = s.tune.next(coll, bytes, first.then(Instant::now));
+    match step {
+        tune::Step::Try(pull) => Ok(pull),
+        tune::Step::Keep(pull) => Ok(pull),
+        tune::Step::Ask => {
+            let mut v = [u8::from(s.tune.verdict(slot, fixed))];
+            if first {
+                let [other, pulled] = s.tune.timings(slot);
+                crate::param::debug_log(crate::param::DebugLevel::Info, || {
+                    format!(
+                        "{coll} of {bytes} bytes: {} (between calls' ends, shortest: \
+                         pulled {pulled:?}, not pulled {other:?})",
+                        if v[0] != 0 { "pulls" } else { "does not pull" }
+                    )
+                });
+            }
+            super::slots::bcast(c, &mut v, 0)?;
+            let pull = v[0] != 0;
+            if let Some(s) = c.comm.slots.as_mut() {
+                s.tune.settle(slot, pull);
+            }
+            Ok(pull)
+        }
     }
 }
 
@@ -150,9 +216,9 @@ pub fn pull_allgather(bytes: usize, crowded: bool) -> bool {
 /// 310 / 230 (336, 258), 8 MiB 1029 / 1237 / 994 (1019, 1061), 32 MiB 6207
 /// / 11101 / 5610 (6523, 6292): streamed below `ALLGATHER_DIRECT`, as
 /// messages from it (`allgather`).
-pub fn allgather_pulls(c: &Ctx, total: usize) -> bool {
+pub fn allgather_pulls(c: &mut Ctx, total: usize) -> Result<bool> {
     if two_on_own_cores(c) && c.forced("allgather").is_none() {
-        return false;
+        return Ok(false);
     }
     pull(c, "allgather", total, pull_allgather)
 }

@@ -45,6 +45,8 @@ pub struct SlotState {
     /// The members on this rank's core, as `coll::slots` last found them
     /// (a mask of ranks below 64), and the call it looked at.
     pub mates: (u64, u64),
+    /// Timings and verdicts of pull or not (`coll::tune`).
+    pub tune: crate::coll::tune::Tuner,
 }
 
 impl SlotState {
@@ -57,6 +59,7 @@ impl SlotState {
             read_all: true,
             pulls: crate::param::params().cma,
             mates: (0, 0),
+            tune: Default::default(),
         }
     }
 }
