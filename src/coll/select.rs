@@ -112,7 +112,8 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
 /// and, where it says to pull from `tune::TUNED_FROM` bytes and ranks have
 /// cores of their own, the latest timings agree (`tuned`). Never where
 /// pulls are off. Where `auto` says not to pull, the other way won in
-/// both of the host's states below and the trials would only cost.
+/// both of the host's states (`coll::tune`), or nearly, and trials would
+/// only cost.
 pub fn pull(
     c: &mut Ctx,
     coll: &'static str,
@@ -151,23 +152,21 @@ const TUNED: [&str; 7] = [
 /// trial (timed on rank 0), the way rank 0 tells the others, or the
 /// round's verdict.
 fn tuned(c: &mut Ctx, coll: &'static str, bytes: usize) -> Result<bool> {
-    let fixed = true;
     let first = c.rank() == 0;
     let Some(s) = c.comm.slots.as_mut() else {
-        return Ok(fixed);
+        return Ok(true);
     };
     let (slot, step) = s.tune.next(coll, bytes, first.then(Instant::now));
     match step {
-        tune::Step::Try(pull) => Ok(pull),
-        tune::Step::Keep(pull) => Ok(pull),
+        tune::Step::Try(pull) | tune::Step::Keep(pull) => Ok(pull),
         tune::Step::Ask => {
-            let mut v = [u8::from(s.tune.verdict(slot, fixed))];
+            let mut v = [u8::from(s.tune.verdict(slot, true))];
             if first {
                 let [other, pulled] = s.tune.timings(slot);
                 crate::param::debug_log(crate::param::DebugLevel::Info, || {
                     format!(
-                        "{coll} of {bytes} bytes: {} (between calls' ends, shortest: \
-                         pulled {pulled:?}, not pulled {other:?})",
+                        "{coll} of {bytes} bytes: {} (a call's mean time, the longest \
+                         left out: pulled {pulled:?}, not pulled {other:?})",
                         if v[0] != 0 { "pulls" } else { "does not pull" }
                     )
                 });

@@ -18,29 +18,29 @@
 //! own cached writes) did not see this far state from a streamed
 //! allreduce.
 //!
-//! So where the size says to pull (`select::pull`), each collective at each
-//! size (by powers of two) runs in rounds (`round`): the first `trials`
-//! calls pull, the next `trials` do not, and rank 0 notes when each of
-//! them begins (and so when the one before ended); in the next call, rank 0 tells the others (a one-byte
-//! broadcast through the slots) whether not pulling had the shorter time
-//! from one call's start to the next's (`Gaps`) by `MARGIN`; the rest of
-//! the round goes the way it said. Every member counts calls alike, so
-//! all take the same way in every call, and only one call in a round asks
-//! anything.
-//! A call's own length on one rank would not do: it holds whatever the
-//! rank waited for its peers to arrive, which depends on how the call
-//! before it ended for each of them (trials timed so, alternating the two
-//! ways, chose the slower way in cells of alltoall, gather and reduce).
+//! So where the size says to pull (`select::pull`), each collective at
+//! each size (by powers of two) runs in rounds (`round`): the first
+//! `trials` calls pull, the next `trials` do not, and rank 0 notes when
+//! each of them begins (and so when the one before ended); in the next
+//! call, rank 0 tells the others (a one-byte broadcast through the slots)
+//! whether not pulling had the shorter time from one call's start to the
+//! next's (`Gaps`) by `MARGIN`; the rest of the round goes the way it
+//! said. Every member counts calls alike, so all take the same way in
+//! every call, and only one call in a round asks anything. A call's own
+//! length on one rank would not do: it holds whatever the rank waited for
+//! its peers to arrive, which depends on how the call before it ended for
+//! each of them (trials timed so, alternating the two ways, chose the
+//! slower way in cells of alltoall, gather and reduce).
 
 use std::time::{Duration, Instant};
 
 /// Calls of each way that open a round of calls of `size` bytes (a power
-/// of two), one way's in a row, each timed to the next call's start: from 32 at 256 KiB and below to 4 from 2
-/// MiB, so that the trials of large calls end soon. The first quarter of
-/// each way's calls are not counted (`WARMING`): after the other way's
-/// calls, a way's first few ran slow, 2 ranks near, allreduce 128 KiB:
-/// counting all of 8 trials, the stream's mean was 15 us, counting 31 of
-/// 32, 8.2-8.4 us (8.5 us streamed alone).
+/// of two), one way's in a row, each timed to the next call's start: from
+/// 32 at 256 KiB and below to 4 from 2 MiB, so that the trials of large
+/// calls end soon. The first quarter of each way's calls are not counted
+/// (`WARMING`): after the other way's calls, a way's first few ran slow. 2
+/// ranks near, allreduce 128 KiB: counting 7 of 8 trials, the stream's
+/// mean was 15 us; counting 31 of 32, 8.2-8.4 us (8.5 us streamed alone).
 pub fn trials(size: usize) -> u32 {
     ((8 << 20) / size.max(1)).clamp(4, 32) as u32
 }
@@ -67,7 +67,8 @@ const WARMING: u32 = 4;
 /// otherwise pick either from round to round.
 const MARGIN: f64 = 0.95;
 
-/// The times between a way's trials' ends in one round.
+/// A way's trials' times in one round, each from its start to the next
+/// call's.
 #[derive(Clone, Copy, Debug, Default)]
 struct Gaps {
     n: u32,
