@@ -18,10 +18,10 @@
 //! its peers' buffers (cross-memory attach), where the kernel allows it
 //! (`FERROCOLL_CMA`); the figures behind each choice are at `pull_allgather`,
 //! `allgather_pulls`, `pull_alltoall`, `pull_bcast`, `pull_reduce`,
-//! `pull_allreduce`, `pull_reduce_scatter` and `pull_gather`. Where ranks
-//! have cores of their own, a pull those give from `tune::TUNED_FROM` bytes
-//! is only proposed: timings decide between it and the other way
-//! (`coll::tune`).
+//! `pull_allreduce`, `pull_reduce_scatter` and `pull_gather`. A pull those
+//! give from `tune::TUNED_FROM` bytes is only proposed: timings decide
+//! between it and the other way (`coll::tune`; not for a gather where ranks
+//! outnumber cores).
 //!
 //! `slots` (collective slots in shared memory, see `coll::slots`): each
 //! rank's part fits a slot (64 KiB) and, where every rank reads every part,
@@ -109,11 +109,11 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
 /// Whether `coll` reads its peers' buffers in place (`coll::pull`):
 /// forced with `pull`, or chosen automatically where `auto` says (from
 /// `bytes` as every member counts it, and whether ranks outnumber cores)
-/// and, where it says to pull from `tune::TUNED_FROM` bytes and ranks have
-/// cores of their own, the latest timings agree (`tuned`). Never where
-/// pulls are off. Where `auto` says not to pull, the other way won in
-/// both of the host's states (`coll::tune`), or nearly, and trials would
-/// only cost.
+/// and, where it says to pull from `tune::TUNED_FROM` bytes, the latest
+/// timings agree (`tuned`; not for a gather where ranks outnumber cores,
+/// see `coll::tune`). Never where pulls are off. Where `auto` says not to
+/// pull, the other way won in both of the host's states, or nearly, and
+/// trials would only cost.
 pub fn pull(
     c: &mut Ctx,
     coll: &'static str,
@@ -128,7 +128,8 @@ pub fn pull(
         Some(name) if known(coll, name) => Ok(false),
         _ => {
             let fixed = auto(bytes, c.eng.crowded());
-            if !fixed || c.eng.crowded() || bytes < tune::TUNED_FROM || !TUNED.contains(&coll) {
+            let crowded_gather = coll == "gather" && c.eng.crowded();
+            if !fixed || bytes < tune::TUNED_FROM || !TUNED.contains(&coll) || crowded_gather {
                 return Ok(fixed);
             }
             tuned(c, coll, bytes)
