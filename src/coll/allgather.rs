@@ -27,7 +27,7 @@ pub fn allgatherv(
     ) {
         return slots::allgatherv(c, send, recv, blocks);
     }
-    match select::allgather(c, total) {
+    match select::allgather(c, total)? {
         select::Allgather::Direct => {
             let mut parts = split_blocks(recv, blocks)?;
             if let Some(s) = send {

@@ -151,7 +151,8 @@ const TUNED: [&str; 7] = [
 
 /// Whether this call pulls by `coll::tune`, where the size says to: a
 /// trial (timed on rank 0), the way rank 0 tells the others, or the
-/// round's verdict.
+/// round's verdict. For a 2-rank allgather the pull is its messages, read
+/// in place by each receiver (`allgather`).
 fn tuned(c: &mut Ctx, coll: &'static str, bytes: usize) -> Result<bool> {
     let first = c.rank() == 0;
     let Some(s) = c.comm.slots.as_mut() else {
@@ -497,17 +498,29 @@ pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce
     }
 }
 
-/// Allgather choice for `total` bytes gathered.
-pub fn allgather(c: &Ctx, total: usize) -> Allgather {
-    match c.forced("allgather") {
+/// Allgather choice for `total` bytes gathered. With 2 ranks on cores of
+/// their own from `ALLGATHER_DIRECT`, the messages (each read in its
+/// sender's buffer, `FERROCOLL_CMA`) are timed against the stream
+/// (`tuned`, where the size proposes the messages): 2 ranks, `-t`, us,
+/// messages read in place / through the rings / streamed: far 2 MiB 177 /
+/// 196 / 211, 8 MiB 681 / 1053 / 902, 32 MiB 3927 / 5592 / 4287; near,
+/// through the rings 0.62 and 0.83 of read in place at 2 and 8 MiB.
+pub fn allgather(c: &mut Ctx, total: usize) -> Result<Allgather> {
+    Ok(match c.forced("allgather") {
         Some("stream") if c.has_slots() => Allgather::Stream,
         Some("direct") => Allgather::Direct,
         Some("ring") => Allgather::Ring,
-        _ if two_on_own_cores(c) && total >= ALLGATHER_DIRECT => Allgather::Direct,
+        _ if two_on_own_cores(c) && total >= ALLGATHER_DIRECT => {
+            if !c.pulls() || tuned(c, "allgather", total)? {
+                Allgather::Direct
+            } else {
+                Allgather::Stream
+            }
+        }
         _ if c.has_slots() && total > read_limit(c, "allgather") => Allgather::Stream,
         _ if total < 64 * 1024 || c.size() <= 2 => Allgather::Direct,
         _ => Allgather::Ring,
-    }
+    })
 }
 
 /// Reduce-scatter choice.
