@@ -20,8 +20,8 @@
 //! `allgather_pulls`, `pull_alltoall`, `pull_bcast`, `pull_reduce`,
 //! `pull_allreduce`, `pull_reduce_scatter` and `pull_gather`. A pull those
 //! give from `tune::TUNED_FROM` bytes is only proposed: timings decide
-//! between it and the other way (`coll::tune`; not for a gather where ranks
-//! outnumber cores).
+//! between it and the other way (`coll::tune`; not for a gather or reduce
+//! where ranks outnumber cores).
 //!
 //! `slots` (collective slots in shared memory, see `coll::slots`): each
 //! rank's part fits a slot (64 KiB) and, where every rank reads every part,
@@ -110,8 +110,8 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
 /// forced with `pull`, or chosen automatically where `auto` says (from
 /// `bytes` as every member counts it, and whether ranks outnumber cores)
 /// and, where it says to pull from `tune::TUNED_FROM` bytes, the latest
-/// timings agree (`tuned`; not for a gather where ranks outnumber cores,
-/// see `coll::tune`). Never where pulls are off. Where `auto` says not to
+/// timings agree (`tuned`; not for a gather or reduce where ranks
+/// outnumber cores, see `coll::tune`). Never where pulls are off. Where `auto` says not to
 /// pull, the other way won in both of the host's states, or nearly, and
 /// trials would only cost.
 pub fn pull(
@@ -128,8 +128,8 @@ pub fn pull(
         Some(name) if known(coll, name) => Ok(false),
         _ => {
             let fixed = auto(bytes, c.eng.crowded());
-            let crowded_gather = coll == "gather" && c.eng.crowded();
-            if !fixed || bytes < tune::TUNED_FROM || !TUNED.contains(&coll) || crowded_gather {
+            let crowded_root = matches!(coll, "gather" | "reduce") && c.eng.crowded();
+            if !fixed || bytes < tune::TUNED_FROM || !TUNED.contains(&coll) || crowded_root {
                 return Ok(fixed);
             }
             tuned(c, coll, bytes)

@@ -32,12 +32,16 @@
 //! each of them (trials timed so, alternating the two ways, chose the
 //! slower way in cells of alltoall, gather and reduce).
 //!
-//! Where ranks outnumber cores too (4 ranks on 2 cores, far, `-t`, 3
-//! alternated runs, paired, timed / by size alone): allgather 16 MiB 0.51,
-//! bcast 16 MiB 0.77, allreduce 1 MiB 0.87, alltoall 1 MiB 0.87,
-//! reduce_scatter 1-4 MiB 0.87-0.91, the other cells from 256 KiB 0.93-1.05.
-//! Not the gather there, whose root's times chose the slower way (4 and 16
-//! MiB 1.19 and 1.39).
+//! Where ranks outnumber cores too, 4 ranks on 2 cores, `-t`, 3
+//! alternated runs, paired, timed / by size alone: far, allgather 16 MiB
+//! 0.51, bcast 16 MiB 0.77, allreduce 1 MiB 0.87, alltoall 1 MiB 0.87,
+//! reduce_scatter 1-4 MiB 0.87-0.91, the other cells from 256 KiB
+//! 0.93-1.05; near, allreduce 1, 4, 16 MiB 0.57, 0.61, 0.72,
+//! reduce_scatter 1-16 MiB 0.65-0.82, alltoall 1-16 MiB 0.69-0.88, bcast
+//! and allgather 16 MiB 0.71 and 0.62, the other cells 0.98-1.02. Not the
+//! rooted gather and reduce there, whose rank 0 misread the ways: gather
+//! far 4 and 16 MiB 1.19 and 1.39; reduce near 256 KiB 1.26 (rank 0 timed
+//! the pull at 83-115 us, 64 us alone), 1-16 MiB 1.06-1.08.
 
 use std::time::{Duration, Instant};
 
