@@ -111,9 +111,9 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
 /// `bytes` as every member counts it, and whether ranks outnumber cores)
 /// and, where it says to pull from `tune::TUNED_FROM` bytes, the latest
 /// timings agree (`tuned`; not for a gather or reduce where ranks
-/// outnumber cores, see `coll::tune`). Never where pulls are off. Where `auto` says not to
-/// pull, the other way won in both of the host's states, or nearly, and
-/// trials would only cost.
+/// outnumber cores, see `coll::tune`). Never where pulls are off. Where
+/// `auto` says not to pull, the other way won in both of the host's
+/// states, or nearly, and trials would only cost.
 pub fn pull(
     c: &mut Ctx,
     coll: &'static str,
