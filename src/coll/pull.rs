@@ -452,9 +452,10 @@ fn piece_of(red: &Reducer) -> usize {
 /// Most bytes of its input that a rank of a pulled allreduce, reduce or
 /// reduce-scatter hands to the shared cache (`demote`) as its peers come
 /// to read them (an allreduce or reduce once its offer is out, see
-/// `folded`; a reduce-scatter before it offers): the blocks the others fold, which the program has most
-/// likely just written and this core still holds, so that each peer's
-/// read is served by the shared cache instead of a snoop of this core.
+/// `folded`; a reduce-scatter before it offers): the blocks the others
+/// fold, which the program has most likely just written and this core
+/// still holds, so that each peer's read is served by the shared cache
+/// instead of a snoop of this core.
 /// Not where ranks outnumber cores, where a reader may share this core's
 /// caches. 2 ranks, alternated runs, `mpibench -t`, medians of 6, us,
 /// without / with (paired ratios): allreduce 128 KiB 32.2 / 24.9 (0.75)

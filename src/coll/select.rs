@@ -158,13 +158,13 @@ fn tuned(c: &mut Ctx, coll: &'static str, bytes: usize) -> Result<bool> {
     let Some(s) = c.comm.slots.as_mut() else {
         return Ok(true);
     };
-    let (slot, step) = s.tune.next(coll, bytes, first.then(Instant::now));
+    let (entry, step) = s.tune.next(coll, bytes, first.then(Instant::now));
     match step {
         tune::Step::Try(pull) | tune::Step::Keep(pull) => Ok(pull),
         tune::Step::Ask => {
-            let mut v = [u8::from(s.tune.verdict(slot, true))];
+            let mut v = [u8::from(s.tune.verdict(entry, true))];
             if first {
-                let [other, pulled] = s.tune.timings(slot);
+                let [other, pulled] = s.tune.timings(entry);
                 crate::param::debug_log(crate::param::DebugLevel::Info, || {
                     format!(
                         "{coll} of {bytes} bytes: {} (a call's mean time, the longest \
@@ -176,7 +176,7 @@ fn tuned(c: &mut Ctx, coll: &'static str, bytes: usize) -> Result<bool> {
             super::slots::bcast(c, &mut v, 0)?;
             let pull = v[0] != 0;
             if let Some(s) = c.comm.slots.as_mut() {
-                s.tune.settle(slot, pull);
+                s.tune.settle(entry, pull);
             }
             Ok(pull)
         }

@@ -148,16 +148,21 @@ pub struct Tuner {
     sizes: Vec<Size>,
 }
 
-/// A handle to one collective and size in a `Tuner`.
+/// A handle to one collective and size in a `Tuner` (`next`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Slot(usize);
+pub struct Entry(usize);
 
 impl Tuner {
     /// The step for the next call of `coll` with `bytes`, counting it.
     /// `now` (rank 0 only) is when the call began, which is when the call
     /// before it of this collective and size ended, if it came right
     /// before: a trial's time is from its start to the next one's.
-    pub fn next(&mut self, coll: &'static str, bytes: usize, now: Option<Instant>) -> (Slot, Step) {
+    pub fn next(
+        &mut self,
+        coll: &'static str,
+        bytes: usize,
+        now: Option<Instant>,
+    ) -> (Entry, Step) {
         let log2 = bytes.max(1).next_power_of_two().trailing_zeros();
         let i = match self
             .sizes
@@ -203,14 +208,14 @@ impl Tuner {
             p if p == 2 * n => Step::Ask,
             _ => Step::Keep(s.pull),
         };
-        (Slot(i), step)
+        (Entry(i), step)
     }
 
-    /// Rank 0's verdict for `slot`: whether to pull, where `fixed` is the
+    /// Rank 0's verdict for `entry`: whether to pull, where `fixed` is the
     /// choice by size: the other way where it was faster by `MARGIN`, else
     /// `fixed` (also where a way has no time yet).
-    pub fn verdict(&self, slot: Slot, fixed: bool) -> bool {
-        match self.timings(slot) {
+    pub fn verdict(&self, entry: Entry, fixed: bool) -> bool {
+        match self.timings(entry) {
             [Some(other), Some(pulled)] => {
                 let (kept, rival) = if fixed {
                     (pulled, other)
@@ -224,17 +229,17 @@ impl Tuner {
         }
     }
 
-    /// Rank 0's estimates for `slot` this round (`Gaps::estimate`): `[not
+    /// Rank 0's estimates for `entry` this round (`Gaps::estimate`): `[not
     /// pulled, pulled]`.
-    pub fn timings(&self, slot: Slot) -> [Option<Duration>; 2] {
+    pub fn timings(&self, entry: Entry) -> [Option<Duration>; 2] {
         self.sizes
-            .get(slot.0)
+            .get(entry.0)
             .map_or([None; 2], |s| s.gaps.map(|g| g.estimate()))
     }
 
-    /// Takes `pull` as `slot`'s verdict until the next round.
-    pub fn settle(&mut self, slot: Slot, pull: bool) {
-        if let Some(s) = self.sizes.get_mut(slot.0) {
+    /// Takes `pull` as `entry`'s verdict until the next round.
+    pub fn settle(&mut self, entry: Entry, pull: bool) {
+        if let Some(s) = self.sizes.get_mut(entry.0) {
             s.pull = pull;
         }
     }
@@ -256,10 +261,10 @@ mod tests {
     fn run(t: &mut Tuner, clock: &mut Instant, calls: u32, took: impl Fn(u32) -> u64) -> Vec<Step> {
         let mut steps = Vec::new();
         for i in 0..calls {
-            let (slot, step) = t.next("allreduce", MB, Some(*clock));
+            let (entry, step) = t.next("allreduce", MB, Some(*clock));
             if step == Step::Ask {
-                let v = t.verdict(slot, true);
-                t.settle(slot, v);
+                let v = t.verdict(entry, true);
+                t.settle(entry, v);
             }
             *clock += ms(took(i));
             steps.push(step);
@@ -311,10 +316,10 @@ mod tests {
             _ if i < n => 4,
             _ => 3,
         });
-        let (slot, step) = t.next("allreduce", MB, Some(clock));
+        let (entry, step) = t.next("allreduce", MB, Some(clock));
         assert_eq!(step, Step::Ask);
-        assert_eq!(t.timings(slot), [Some(ms(3)), Some(ms(4))]);
-        assert!(!t.verdict(slot, true), "3 ms a call beats 4");
+        assert_eq!(t.timings(entry), [Some(ms(3)), Some(ms(4))]);
+        assert!(!t.verdict(entry, true), "3 ms a call beats 4");
     }
 
     #[test]
@@ -348,11 +353,11 @@ mod tests {
         for _ in 0..2 * trials(MB) {
             t.next("reduce", MB, None);
         }
-        let (slot, step) = t.next("reduce", MB, None);
+        let (entry, step) = t.next("reduce", MB, None);
         assert_eq!(step, Step::Ask);
-        assert_eq!(t.timings(slot), [None, None]);
-        assert!(t.verdict(slot, true));
-        assert!(!t.verdict(slot, false));
+        assert_eq!(t.timings(entry), [None, None]);
+        assert!(t.verdict(entry, true));
+        assert!(!t.verdict(entry, false));
     }
 
     #[test]
@@ -365,8 +370,8 @@ mod tests {
             let at = (i != n - 1).then(|| now + ms(u64::from(i) * if i < n { 9 } else { 5 }));
             t.next("reduce", MB, at);
         }
-        let (slot, _) = t.next("reduce", MB, Some(now + ms(u64::from(2 * n) * 5)));
-        let [other, pulled] = t.timings(slot);
+        let (entry, _) = t.next("reduce", MB, Some(now + ms(u64::from(2 * n) * 5)));
+        let [other, pulled] = t.timings(entry);
         assert_eq!(pulled, Some(ms(9)));
         assert!(other.is_some());
     }
@@ -374,14 +379,14 @@ mod tests {
     #[test]
     fn the_other_way_must_win_by_the_margin() {
         let mut t = Tuner::default();
-        let (slot, _) = t.next("bcast", MB, None);
-        t.sizes[slot.0].gaps[1].add(Duration::from_micros(100));
-        t.sizes[slot.0].gaps[0].add(Duration::from_micros(97));
-        assert!(t.verdict(slot, true), "3% faster: the pull stays");
-        assert!(!t.verdict(slot, false), "3% slower: the stream stays");
-        t.sizes[slot.0].gaps[0] = Gaps::default();
-        t.sizes[slot.0].gaps[0].add(Duration::from_micros(90));
-        assert!(!t.verdict(slot, true), "10% faster: taken");
+        let (entry, _) = t.next("bcast", MB, None);
+        t.sizes[entry.0].gaps[1].add(Duration::from_micros(100));
+        t.sizes[entry.0].gaps[0].add(Duration::from_micros(97));
+        assert!(t.verdict(entry, true), "3% faster: the pull stays");
+        assert!(!t.verdict(entry, false), "3% slower: the stream stays");
+        t.sizes[entry.0].gaps[0] = Gaps::default();
+        t.sizes[entry.0].gaps[0].add(Duration::from_micros(90));
+        assert!(!t.verdict(entry, true), "10% faster: taken");
     }
 
     #[test]
