@@ -8,7 +8,8 @@
 //! compiled badly for them: f32 max 25 -> 4.5 GiB/s, so they had stayed on
 //! the baseline at 33-40 and 11-15 GiB/s, now 43-50 against memcpy's 49),
 //! f16 SUM and PROD through the F16C converters (0.9 -> 19-23 GiB/s, bound
-//! by the converters: two steps per loop gained nothing), f16 MAX and MIN
+//! by the converters: two steps per loop gained nothing; `avx512` runs the
+//! same converters 16 wide where the CPU has AVX-512), f16 MAX and MIN
 //! on the bits as integers, with no converter (`lanes::f16_pick`: 27 ->
 //! 39-40 GiB/s against memcpy's 49), bf16 SUM and PROD with
 //! integer shifts (3-4 -> 7-9 GiB/s eight per step, 12-13 sixteen per step;
