@@ -388,6 +388,30 @@ const PULL_RNDV: usize = 128 * 1024;
 /// pingpong 8 KiB 3.63 / 2.38 / 2.36 (4.01), 32 KiB 9.62 / 5.85 / 5.62
 /// (9.67), 64 KiB 17.8 / 17.8 / 11.1 (16.0).
 const CROWDED_PULL_RNDV: usize = 32 * 1024;
+/// Where ranks have cores of their own, a program's messages announced
+/// below this size (from `PULL_RNDV`; `SendKind::Program` and `Paired`)
+/// are not read in place but stream through the ring
+/// once their receive is posted (`FrameKind::Rts`): both cores copy, each
+/// from lines the other has just handed over, and nothing is buffered
+/// unexpectedly. On an AMD EPYC host (Zen 4, 2 vCPUs), `-t`, 2 ranks, us,
+/// read in place / through the ring's rendezvous (Open MPI), medians of 8
+/// runs with the two vCPUs near (a cache line's round trip 110-130 ns):
+/// pingpong 256 KiB 24.9 / 7.9 (25.2), 1 MiB 53.5 / 30.6 (83.1), 4 MiB
+/// 185 / 117, 16 MiB 1639 / 1383; sendrecv 256 KiB 30.5 / 12.6 (31.0),
+/// 1 MiB 90 / 54, 4 MiB 361 / 230; halo 256 KiB 49.9 / 23.7 (49.8), 1 MiB
+/// 167 / 96, 4 MiB 788 / 602; medians of 4 with them far (over 500 ns):
+/// pingpong 256 KiB 46.8 / 37.5 (46.8), 1 MiB 98.6 / 133, 4 MiB 386 / 555;
+/// sendrecv 256 KiB 66.7 / 48.6 (67.7), 1 MiB 173 / 197, 4 MiB 703 / 959;
+/// halo 256 KiB 88.4 / 95.6 (88.3), 1 MiB 257 / 414, 4 MiB 1044 / 2084
+/// (from 1 MiB a read in place is shared, `SHARE_FROM`). Eager sends ran
+/// as the rendezvous through the ring did (pingpong 256 KiB 7.6, sendrecv
+/// 12.5, halo 23.6, near) but leave a receiver that posts late to buffer
+/// them whole. Where ranks outnumber cores a read in place needs no
+/// sender to run, and messages keep `CROWDED_PULL_RNDV`. A collective's
+/// messages are read in place still: a 2-rank allgather of 1 MiB (its
+/// messages of 512 KiB, timed against its stream) took 106 us through the
+/// ring against 77 read in place, far; the others alike.
+const READ_FROM: usize = 1 << 20;
 /// Messages from this size that the receive holds whole are shared: the
 /// receiver reads the front half while the sender writes the back half
 /// (`FrameKind::Share`), so both cores copy, as through the ring, but once.
@@ -432,11 +456,18 @@ fn read_part(
 /// How a send chooses between leaving eagerly and waiting for its receive.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum SendKind {
-    /// By its size (`Engine::rndv_min`).
+    /// By its size (`Engine::rndv_min`), and once announced over shared
+    /// memory read in place where reads work: a collective's messages,
+    /// whose algorithms were chosen so.
     Plain,
+    /// A program's own send (`MPI_Send`, `MPI_Isend` and the like): by its
+    /// size, but where ranks have cores of their own an announced one
+    /// below `READ_FROM` streams through the ring once its receive is
+    /// posted.
+    Program,
     /// Its caller waits for a receive in the same call (`MPI_Sendrecv`):
     /// where ranks outnumber cores it leaves eagerly below
-    /// `CROWDED_PAIRED_RNDV`.
+    /// `CROWDED_PAIRED_RNDV`; elsewhere as `Program`.
     Paired,
     /// Announced whatever its size over shared memory: a root sending to
     /// several ranks (`Ctx::send_announced`).
@@ -881,7 +912,14 @@ impl Engine {
                 Phase::Eager
             },
         });
-        if announce && self.cma && self.links[dst].is_shm() && id < PULL_ALONE as usize {
+        if announce
+            && self.cma
+            && self.links[dst].is_shm()
+            && id < PULL_ALONE as usize
+            && !(matches!(kind, SendKind::Program | SendKind::Paired)
+                && !self.crowded
+                && buf.len() < READ_FROM)
+        {
             // The receiver reads it where it lies: one copy, not two
             // through the ring, and no sender needs to run meanwhile.
             // A root's messages are read alone: it copies its own block
@@ -2962,6 +3000,59 @@ mod tests {
                 crowded
             );
             assert!(!tx.send_now(1, 7, 1, data, SendKind::Plain).unwrap());
+        }
+        drop(tx);
+    }
+
+    /// Where ranks have cores of their own, a program's announced send
+    /// (`SendKind::Program`, `Paired`) below `READ_FROM` streams through
+    /// the ring (`Rts`), while a collective's of that size and a program's
+    /// of `READ_FROM` are read in place (`Pull`); where ranks outnumber
+    /// cores every announced one is read in place. Fails if any announces
+    /// itself otherwise.
+    #[test]
+    fn program_sends_below_read_from_stream_through_the_ring() {
+        if params().rndv_min.is_some() || !params().cma {
+            eprintln!("skipped: FERROCOLL_RNDV_BYTES or FERROCOLL_CMA set");
+            return;
+        }
+        let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
+        let mut tx = Engine::over_shm(0, seg);
+        let mid = vec![5u8; CROWDED_PAIRED_RNDV];
+        let big = vec![5u8; READ_FROM];
+        assert!((PULL_RNDV..READ_FROM).contains(&mid.len()));
+        let announced_as = |tx: &Engine, id: ReqId| match tx.reqs[id].as_ref().map(|r| &r.kind) {
+            Some(Kind::Send { hdr, .. }) => Frame::decode(hdr).expect("a header").kind,
+            _ => panic!("request {id} is no send"),
+        };
+        for crowded in [false, true] {
+            tx.crowded = crowded;
+            tx.rndv_min = rndv_default(true, crowded);
+            let mid_way = if crowded {
+                FrameKind::Pull
+            } else {
+                FrameKind::Rts
+            };
+            for (data, kind, want) in [
+                (&mid, SendKind::Program, mid_way),
+                (&mid, SendKind::Paired, mid_way),
+                (&mid, SendKind::Plain, FrameKind::Pull),
+                (&big, SendKind::Program, FrameKind::Pull),
+                (&big, SendKind::Paired, FrameKind::Pull),
+            ] {
+                // SAFETY: `mid` and `big` outlive the engine, dropped first.
+                let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
+                let id = tx.isend_as(1, 7, 1, raw, "send", kind).unwrap();
+                let got = announced_as(&tx, id);
+                assert!(
+                    got == want,
+                    "crowded {crowded}, {} bytes: send kind {} announced as frame kind {}, not {}",
+                    data.len(),
+                    kind as u8,
+                    got as u8,
+                    want as u8
+                );
+            }
         }
         drop(tx);
     }

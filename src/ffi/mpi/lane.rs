@@ -379,7 +379,7 @@ pub fn send(
         let data = unsafe { ptr::bytes(buf, bytes) };
         // Not sent at once: decline, and the general path posts it.
         l.eng
-            .send_now(to, ctx, tag, data, SendKind::Plain)
+            .send_now(to, ctx, tag, data, SendKind::Program)
             .map(|sent| sent.then_some(()))
             .transpose()
     })
@@ -527,7 +527,7 @@ pub fn isend(
         let (to, ctx) = (member(&l, dest)?, l.comm.p2p_ctx());
         // SAFETY: non-null, count elements of dt (MPI contract).
         let data = unsafe { ptr::bytes(buf, bytes) };
-        match l.eng.send_now(to, ctx, tag, data, SendKind::Plain) {
+        match l.eng.send_now(to, ctx, tag, data, SendKind::Program) {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => return Some(Err(e)),

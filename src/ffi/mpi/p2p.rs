@@ -122,7 +122,7 @@ impl Runtime {
         op: &'static str,
     ) -> MpiResult<ReqEntry> {
         let plan = self.plan_send(buf, count, dt, dest, tag, comm)?;
-        self.start_send(plan, op, SendKind::Plain)
+        self.start_send(plan, op, SendKind::Program)
     }
 
     fn post_recv(
