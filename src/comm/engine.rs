@@ -3522,7 +3522,7 @@ mod tests {
                 .map(|i| (i as u8).wrapping_mul(k))
                 .collect::<Vec<u8>>()
         };
-        // In a post, through the ring (over 2128 bytes), in a post, and
+        // In a post, through the ring (over 688 bytes), in a post, and
         // one on another context.
         let msgs = vec![
             (7, 5, bytes(8, 3)),

@@ -9,7 +9,7 @@
 //! load of a line the other side has just written is a cache-line transfer.
 //!
 //! A small write that `write_both` takes whole (a header and a message of
-//! up to 2128 bytes) goes to the next free posts instead, when there are
+//! up to 688 bytes) goes to the next free posts instead, when there are
 //! enough: a post's sequence word, length and first bytes share a line, so
 //! the consumer, watching that word, gets a small message in one line
 //! transfer (through the ring it took three: `head`, then the bytes, and
@@ -47,8 +47,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// halo 1.36 / 1.45.
 const DEMOTE_POSTS: u64 = 3;
 
-/// Posts per ring, used round-robin: room for three of the longest
-/// writes (`POSTS_PER_WRITE`), as 16 were for five-post writes.
+/// Posts per ring, used round-robin: room for ten of the longest writes
+/// (`POSTS_PER_WRITE`; sized for three of nine posts), so that a sender
+/// that runs ahead finds free posts for several small messages.
 const POSTS: usize = 32;
 
 /// Bytes a post holds: its four lines less the sequence word and the
@@ -86,21 +87,29 @@ fn saves_line(len: usize) -> bool {
 /// Bytes a short post saves.
 const SAVED: usize = FRAME_BYTES - SHORT_BYTES;
 
-/// Most posts one write may take: messages up to 2128 bytes, so 2 KiB
-/// ones fit. Each post costs the consumer a look at its word, but the
-/// consumer copies one post while the producer writes the next, where
-/// through the ring it waits for the whole message, and the producer
-/// takes the posts' lines ahead (`Ring::take_ahead`). On a host whose
-/// line round trip took about half as long, eight of 32 posts did no
-/// better at 1-2 KiB (2 KiB 0.433 against 0.440 us); on this one (267-288
-/// ns), five of 16 / nine of 32 (with `take_ahead` for as many posts as
-/// the last write), alternated, medians of 6-8, us: 2 ranks pingpong 2
-/// KiB 0.862 / 0.536 (MPICH 0.787 in the last comparison), sendrecv 2
-/// KiB 0.943 / 0.777 (0.859), halo 2 KiB 1.413 / 1.366, 1 KiB alike; 4
-/// ranks on 2 cores pingpong 2 KiB 0.917 / 0.569, halo 2 KiB 5.41 / 4.94,
-/// sendrecv 1 KiB 1.69 / 1.46, 2 KiB 2.27 / 2.38. Each ring's posts take
-/// 8 KiB (was 4).
-const POSTS_PER_WRITE: usize = 9;
+/// Most posts one write may take: messages up to 688 bytes. Each post
+/// costs the consumer a look at its word, but the consumer copies one
+/// post while the producer writes the next, where through the ring it
+/// waits for the whole message, and the producer takes the posts' lines
+/// ahead (`Ring::take_ahead`). On an Intel host whose line round trip
+/// took 267-288 ns, nine posts (2 KiB messages) won: five of 16 / nine of
+/// 32, alternated, medians of 6-8, us: 2 ranks pingpong 2 KiB 0.862 /
+/// 0.536 (MPICH 0.787), sendrecv 2 KiB 0.943 / 0.777 (0.859), halo 2 KiB
+/// 1.413 / 1.366, 1 KiB alike; 4 ranks on 2 cores pingpong 2 KiB 0.917 /
+/// 0.569, halo 2 KiB 5.41 / 4.94, sendrecv 1 KiB 1.69 / 1.46, 2 KiB 2.27
+/// / 2.38 (on one whose round trip took half as long, eight did no better
+/// at 1-2 KiB). On an AMD EPYC (Zen 4) host the ring won from 1 KiB,
+/// whether its two vCPUs ran near (round trip 110-130 ns) or far (over
+/// 500 ns): nine / three posts, alternated, paired, us, near (2 rounds;
+/// 9 before at 2 KiB): pingpong 1 KiB 0.201 / 0.180, 2 KiB 0.293 / 0.213
+/// (MPICH 0.203-0.210), sendrecv 1 KiB 0.271 / 0.220, 2 KiB 0.321 / 0.255,
+/// halo 1 KiB 0.522 / 0.382, 2 KiB 0.671 / 0.457 (MPICH 0.406-0.410); far
+/// (6 rounds): pingpong 1 KiB 0.784 / 0.841, 2 KiB 1.200 / 0.898,
+/// sendrecv 1 KiB 1.043 / 0.889, 2 KiB 1.374 / 0.952, halo 1 KiB 1.477 /
+/// 1.258, 2 KiB 2.094 / 1.546; 4 ranks on 2 cores, near, 9 rounds,
+/// paired: 2 KiB 0.60-0.94, 1 KiB 0.97-1.06, 256-512 B alike. Two posts
+/// (448 bytes) lost at 512 B (pingpong 0.186 against 0.149).
+const POSTS_PER_WRITE: usize = 3;
 
 /// Copies bytes `from..from + dst.len()` of `a` followed by `b` to `dst`.
 fn copy_joined(dst: &mut [u8], a: &[u8], b: &[u8], from: usize) {
