@@ -13,7 +13,7 @@ use crate::transport::frame::{Frame, FrameKind, FRAME_BYTES, PULL_ALONE};
 use crate::transport::shm::cma;
 use crate::transport::shm::far::{Watch, TIMED_FROM};
 use crate::transport::shm::ring::CHUNK as RING_CHUNK;
-use crate::transport::shm::segment::{cpu_of, current_cpu, pid_alive, runs, PAUSED, WORK};
+use crate::transport::shm::segment::{cpu_of, current_cpu, pid_alive, runs, IDLE, PAUSED, WORK};
 use crate::transport::shm::slots::AREAS;
 use crate::transport::shm::Segment;
 use crate::transport::tcp::link::TcpLinks;
@@ -225,6 +225,19 @@ const ALONE_POLL: Duration = Duration::from_micros(100);
 /// 2.65/2.38 (4.64), reduce_scatter 4 KiB 3.77/3.10 (8.93); rooted calls
 /// equal. 1, 2.5, 5, 10 and 30 us read alike.
 const RUN_POLL: Duration = Duration::from_micros(5);
+
+/// How long into a wait for one peer in a latency-bound call
+/// (`Awaited::Peer`) it may still poll while that peer runs (`RUN_POLL`).
+/// Each yield began a new stretch of polling, so such a wait whose peer
+/// kept running on another core without publishing (a broadcast's root
+/// busy with messages to another rank) never came to sleep: it polled 5
+/// us, yielded, and polled again, taking its core from a mate with work.
+/// 4 ranks on 2 cores, pingpong between ranks 0 and 1 while 2 and 3 wait
+/// for a broadcast from 0: rank 3 switched 33 000 times a second with rank
+/// 1, and with this bound sleeps (50 switches a second). Waits on messages
+/// keep polling as long as their peers run: there a bound of 100 us made
+/// a 4-rank halo of 2 MiB 16-23% slower (far).
+const RUN_POLL_WITHIN: Duration = Duration::from_micros(100);
 
 /// Yields `Engine::wait_for_mate` makes before it waits as other waits
 /// do: a rank on this core that computes keeps it for a time slice, and
@@ -917,8 +930,8 @@ impl Engine {
             && self.links[dst].is_shm()
             && id < PULL_ALONE as usize
             && !(matches!(kind, SendKind::Program | SendKind::Paired)
-                && !self.crowded
-                && buf.len() < READ_FROM)
+                && buf.len() < READ_FROM
+                && (!self.crowded || self.lone_pair(dst)))
         {
             // The receiver reads it where it lies: one copy, not two
             // through the ring, and no sender needs to run meanwhile.
@@ -1085,14 +1098,46 @@ impl Engine {
     /// Whether a `len`-byte send of `kind` to `dst` waits for its receive
     /// (rendezvous over shared memory) instead of leaving eagerly.
     fn announces(&self, dst: usize, len: usize, kind: SendKind) -> bool {
+        // Every size below is at least `rndv_min`: smaller messages leave
+        // eagerly without a look at the peers (`alone_with`).
+        if len < self.rndv_min || !self.links[dst].is_remote() {
+            return false;
+        }
         let from = match kind {
+            SendKind::Program | SendKind::Paired if self.lone_pair(dst) => {
+                rndv_default(self.cma, false)
+            }
             SendKind::Paired if self.crowded && self.cma && params().rndv_min.is_none() => {
                 self.rndv_min.max(CROWDED_PAIRED_RNDV)
             }
             SendKind::Lone if params().rndv_min.is_none() => self.rndv_min.max(LONE_EAGER),
             _ => self.rndv_min,
         };
-        len >= from && self.links[dst].is_remote()
+        len >= from
+    }
+
+    /// Whether ranks outnumber cores but every rank of this host other
+    /// than this one and `peer` has handed its core over inside a
+    /// collective's wait (`IDLE`), as while two ranks of four exchange
+    /// messages and the others wait in a broadcast: the two then have
+    /// cores of their own, and a program's messages between them go as
+    /// where ranks do not outnumber cores (`SendKind::Program`), and a
+    /// large one read in place is shared. Only where reads work and
+    /// `FERROCOLL_RNDV_BYTES` is unset. A look at a line of each other
+    /// rank, only for messages from the rendezvous size. (Ranks asleep in
+    /// any wait would not do: in a 4-rank halo they sleep in waits on
+    /// messages, and such a test made it 15-38% slower, far.)
+    fn lone_pair(&self, peer: usize) -> bool {
+        self.informed && self.cma && params().rndv_min.is_none() && self.alone_with(peer)
+    }
+
+    /// Whether every other rank of this segment but `peer` is paused in a
+    /// collective's wait (`lone_pair`).
+    fn alone_with(&self, peer: usize) -> bool {
+        let idle = PAUSED | IDLE;
+        self.on_seg.iter().enumerate().all(|(w, at)| {
+            w == self.me || w == peer || at.is_none_or(|q| self.peer_cpu(q) & idle == idle)
+        })
     }
 
     /// Posts a receive into `buf`.
@@ -1264,8 +1309,10 @@ impl Engine {
             // Past the buffer's end nothing is read (truncation is
             // reported in the status).
             let fit = buf.len().min(len);
-            let share =
-                fit == len && len >= SHARE_FROM && !self.crowded && frame.aux & PULL_ALONE == 0;
+            let share = fit == len
+                && len >= SHARE_FROM
+                && frame.aux & PULL_ALONE == 0
+                && (!self.crowded || self.lone_pair(src));
             let at = if share { Frame::share_at(len) } else { fit };
             // A shared message's first piece tells whether the kernel lets
             // this rank read, before the sender is asked to write; any
@@ -1874,6 +1921,8 @@ impl Engine {
                 }
                 let since = *running_since.get_or_insert(now);
                 if now.duration_since(since) < RUN_POLL
+                    && (!matches!(watch, Awaited::Peer(_))
+                        || now.duration_since(*start) < RUN_POLL_WITHIN)
                     && self.all_awaited(watch, |at| runs(at) && cpu_of(at) != self.cpu)
                     && !(matches!(watch, Awaited::Copying(_)) && self.mate_has_work(&seg))
                 {
@@ -1885,7 +1934,7 @@ impl Engine {
             }
             let polling = alone && stretch.is_some_and(|s| now.duration_since(s) < ALONE_POLL);
             if idle <= spin.saturating_add(16) || polling {
-                self.hand_over(&seg, std::thread::yield_now);
+                self.hand_over(&seg, strict, std::thread::yield_now);
                 alone = now.elapsed() < YIELD_ALONE;
                 running_since = None;
             } else {
@@ -1898,7 +1947,7 @@ impl Engine {
                 }
                 let me = self.on_seg[self.me].unwrap_or(0);
                 let Some(seen) = seg.prepare_sleep(me) else {
-                    self.hand_over(&seg, std::thread::yield_now);
+                    self.hand_over(&seg, strict, std::thread::yield_now);
                     continue;
                 };
                 if self.progress() || done(self) {
@@ -1906,7 +1955,7 @@ impl Engine {
                     idle = 0;
                     continue;
                 }
-                self.hand_over(&seg, || {
+                self.hand_over(&seg, strict, || {
                     seg.sleep(me, seen, Duration::from_millis(20));
                 });
                 running_since = None;
@@ -2029,14 +2078,17 @@ impl Engine {
     }
 
     /// Runs `leave` (a yield or a sleep) with this rank marked as not
-    /// running, where waits look at it (`informed`).
-    fn hand_over(&mut self, seg: &Segment, leave: impl FnOnce()) {
+    /// running, where waits look at it (`informed`), and as `IDLE` inside
+    /// a collective's wait (`coll`).
+    fn hand_over(&mut self, seg: &Segment, coll: bool, leave: impl FnOnce()) {
         if !self.informed {
             leave();
             return;
         }
         let me = self.on_seg[self.me].unwrap_or(0);
-        seg.on_cpu(me).store(self.cpu | PAUSED, Ordering::Relaxed);
+        let idle = if coll { IDLE } else { 0 };
+        seg.on_cpu(me)
+            .store(self.cpu | PAUSED | idle, Ordering::Relaxed);
         leave();
         self.note_running();
     }
@@ -3054,6 +3106,56 @@ mod tests {
                 );
             }
         }
+        drop(tx);
+    }
+
+    /// Where ranks outnumber cores, two ranks count as alone
+    /// (`lone_pair`) only while every other rank is paused inside a
+    /// collective's wait (`IDLE`), not in any other wait nor running; and
+    /// a program's send between them then goes as where ranks have cores
+    /// of their own. Fails if any of these reads otherwise.
+    #[test]
+    fn pairs_are_alone_while_the_others_wait_in_collectives() {
+        if params().rndv_min.is_some() || !params().cma {
+            eprintln!("skipped: FERROCOLL_RNDV_BYTES or FERROCOLL_CMA set");
+            return;
+        }
+        let seg = Arc::new(Segment::anonymous(4, 1 << 20).unwrap());
+        let mut tx = Engine::over_shm(0, seg.clone());
+        tx.crowded = true;
+        tx.informed = true;
+        tx.rndv_min = rndv_default(true, true);
+        let set = |r: usize, w: u32| seg.on_cpu(r).store(w, Ordering::Relaxed);
+        for (two, three, alone) in [
+            (1 | PAUSED | IDLE, 2 | PAUSED | IDLE, true),
+            (1 | PAUSED, 2 | PAUSED | IDLE, false),
+            (1, 2 | PAUSED | IDLE, false),
+            (1 | PAUSED | IDLE, 2 | IDLE, false),
+        ] {
+            set(2, two);
+            set(3, three);
+            assert_eq!(tx.lone_pair(1), alone, "words {two:#x} {three:#x}");
+            // Rank 2 is not rank 1's partner: rank 1 runs.
+            set(1, 1);
+            assert!(!tx.lone_pair(2));
+        }
+        set(2, 1 | PAUSED | IDLE);
+        set(3, 2 | PAUSED | IDLE);
+        let data = vec![4u8; CROWDED_PULL_RNDV];
+        // SAFETY: `data` outlives the engine, dropped first.
+        let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
+        let id = tx
+            .isend_as(1, 7, 1, raw, "send", SendKind::Program)
+            .unwrap();
+        assert!(
+            tx.is_done(id),
+            "eager below PULL_RNDV, as on cores of their own"
+        );
+        set(3, 2 | PAUSED);
+        let id = tx
+            .isend_as(1, 7, 2, raw, "send", SendKind::Program)
+            .unwrap();
+        assert!(!tx.is_done(id), "announced from CROWDED_PULL_RNDV");
         drop(tx);
     }
 

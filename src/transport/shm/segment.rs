@@ -117,10 +117,15 @@ pub const PAUSED: u32 = 1 << 31;
 /// plain.)
 pub const WORK: u32 = 1 << 30;
 
+/// Set with `PAUSED` by a rank that hands its core over inside a
+/// collective's wait: it sends and receives no program's messages until
+/// it runs again.
+pub const IDLE: u32 = 1 << 29;
+
 /// The CPU part of an `on_cpu` word (1 + the CPU, 0 if unknown), paused
 /// or not.
 pub fn cpu_of(on_cpu: u32) -> u32 {
-    on_cpu & !(PAUSED | WORK)
+    on_cpu & !(PAUSED | WORK | IDLE)
 }
 
 /// Whether an `on_cpu` word says its rank runs now.
