@@ -44,7 +44,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// (one line) alike; 4 ranks on 2 cores pingpong 128 B 0.248 / 0.213,
 /// sendrecv 8-128 B 0.95-0.98 / 0.90-0.93. Writes of five posts (1 KiB)
 /// read alike with it, of nine (2 KiB) slower: pingpong 0.522 / 0.635,
-/// halo 1.36 / 1.45.
+/// halo 1.36 / 1.45. (Measured on an Intel host; `cldemote` does nothing
+/// on the AMD one. Writes now take at most three posts, `POSTS_PER_WRITE`,
+/// so every one demotes.)
 const DEMOTE_POSTS: u64 = 3;
 
 /// Posts per ring, used round-robin: room for ten of the longest writes
