@@ -509,8 +509,14 @@ const LONE_EAGER: usize = 768 * 1024;
 /// MPI): sendrecv 32 KiB 28.0 / 15.5 / 15.3 (17.8), 64 KiB 43.3 / 43.2 /
 /// 30.5 (29.3), 128 KiB 75.4 / 73.5 / 73.5 (51.0). Pulled from 128 KiB /
 /// from 512 KiB, medians of 6: 128 KiB 92.5 / 85.7, 256 KiB 188 / 180,
-/// 512 KiB 327 / 327 (eager 1 MiB: 626 against 427 pulled).
-const CROWDED_PAIRED_RNDV: usize = 512 * 1024;
+/// 512 KiB 327 / 327 (eager 1 MiB: 626 against 427 pulled). Those were
+/// an Intel host's; on an AMD EPYC host (Zen 4) eager won up to 1 MiB:
+/// pulled from 512 KiB / from 2 MiB, alternated, paired, far (6 rounds):
+/// 512 KiB 266 / 207, 1 MiB 538 / 422, 2 MiB 1097 / 1074 (both pulled);
+/// near (2 rounds): 512 KiB 108 / 70, 1 MiB 195 / 162 (Open MPI 94-105
+/// and 186 in the same hour). An `MPI_Sendrecv` posts its own receive in
+/// the same call, so what such a send leaves buffered is bounded by it.
+const CROWDED_PAIRED_RNDV: usize = 2 << 20;
 /// `rndv_min` elsewhere (the ring's rendezvous saves a copy into a buffer,
 /// for one round trip more).
 const RING_RNDV: usize = 64 * 1024;
@@ -3070,9 +3076,10 @@ mod tests {
         }
         let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
         let mut tx = Engine::over_shm(0, seg);
-        let mid = vec![5u8; CROWDED_PAIRED_RNDV];
+        let mid = vec![5u8; 4 * PULL_RNDV];
         let big = vec![5u8; READ_FROM];
         assert!((PULL_RNDV..READ_FROM).contains(&mid.len()));
+        assert!(big.len() < CROWDED_PAIRED_RNDV);
         let announced_as = |tx: &Engine, id: ReqId| match tx.reqs[id].as_ref().map(|r| &r.kind) {
             Some(Kind::Send { hdr, .. }) => Frame::decode(hdr).expect("a header").kind,
             _ => panic!("request {id} is no send"),
@@ -3085,12 +3092,19 @@ mod tests {
             } else {
                 FrameKind::Rts
             };
+            // Where ranks outnumber cores a paired send leaves eagerly
+            // below `CROWDED_PAIRED_RNDV`.
+            let (paired_mid, paired_big) = if crowded {
+                (FrameKind::Eager, FrameKind::Eager)
+            } else {
+                (FrameKind::Rts, FrameKind::Pull)
+            };
             for (data, kind, want) in [
                 (&mid, SendKind::Program, mid_way),
-                (&mid, SendKind::Paired, mid_way),
+                (&mid, SendKind::Paired, paired_mid),
                 (&mid, SendKind::Plain, FrameKind::Pull),
                 (&big, SendKind::Program, FrameKind::Pull),
-                (&big, SendKind::Paired, FrameKind::Pull),
+                (&big, SendKind::Paired, paired_big),
             ] {
                 // SAFETY: `mid` and `big` outlive the engine, dropped first.
                 let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
