@@ -937,7 +937,7 @@ impl Engine {
             && id < PULL_ALONE as usize
             && !(matches!(kind, SendKind::Program | SendKind::Paired)
                 && buf.len() < READ_FROM
-                && (!self.crowded || self.lone_pair(dst)))
+                && self.cores_of_their_own(dst))
         {
             // The receiver reads it where it lies: one copy, not two
             // through the ring, and no sender needs to run meanwhile.
@@ -1137,6 +1137,13 @@ impl Engine {
         self.informed && self.cma && params().rndv_min.is_none() && self.alone_with(peer)
     }
 
+    /// Whether this rank and `peer` run on cores of their own: ranks do not
+    /// outnumber cores, or every other rank waits in a collective
+    /// (`lone_pair`).
+    fn cores_of_their_own(&self, peer: usize) -> bool {
+        !self.crowded || self.lone_pair(peer)
+    }
+
     /// Whether every other rank of this segment but `peer` is paused in a
     /// collective's wait (`lone_pair`).
     fn alone_with(&self, peer: usize) -> bool {
@@ -1318,7 +1325,7 @@ impl Engine {
             let share = fit == len
                 && len >= SHARE_FROM
                 && frame.aux & PULL_ALONE == 0
-                && (!self.crowded || self.lone_pair(src));
+                && self.cores_of_their_own(src);
             let at = if share { Frame::share_at(len) } else { fit };
             // A shared message's first piece tells whether the kernel lets
             // this rank read, before the sender is asked to write; any
@@ -3028,14 +3035,24 @@ mod tests {
         assert!(rx.small.iter().all(|v| v.is_empty()));
     }
 
+    /// Whether the rendezvous sizes and reads in place are the engine's
+    /// own (neither `FERROCOLL_RNDV_BYTES` nor `FERROCOLL_CMA` set), which
+    /// the tests of send kinds assume; says why not where they are not.
+    fn default_rendezvous() -> bool {
+        let default = params().rndv_min.is_none() && params().cma;
+        if !default {
+            eprintln!("skipped: FERROCOLL_RNDV_BYTES or FERROCOLL_CMA set");
+        }
+        default
+    }
+
     /// Where ranks outnumber cores, a paired send (`MPI_Sendrecv`'s) below
     /// `CROWDED_PAIRED_RNDV` leaves eagerly, while a plain one of the same
     /// size (from `CROWDED_PULL_RNDV`) waits for its reader; elsewhere both
     /// wait from `PULL_RNDV`. Fails if either chooses otherwise.
     #[test]
     fn paired_sends_leave_eagerly_where_ranks_outnumber_cores() {
-        if params().rndv_min.is_some() || !params().cma {
-            eprintln!("skipped: FERROCOLL_RNDV_BYTES or FERROCOLL_CMA set");
+        if !default_rendezvous() {
             return;
         }
         let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
@@ -3070,8 +3087,7 @@ mod tests {
     /// itself otherwise.
     #[test]
     fn program_sends_below_read_from_stream_through_the_ring() {
-        if params().rndv_min.is_some() || !params().cma {
-            eprintln!("skipped: FERROCOLL_RNDV_BYTES or FERROCOLL_CMA set");
+        if !default_rendezvous() {
             return;
         }
         let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
@@ -3130,8 +3146,7 @@ mod tests {
     /// of their own. Fails if any of these reads otherwise.
     #[test]
     fn pairs_are_alone_while_the_others_wait_in_collectives() {
-        if params().rndv_min.is_some() || !params().cma {
-            eprintln!("skipped: FERROCOLL_RNDV_BYTES or FERROCOLL_CMA set");
+        if !default_rendezvous() {
             return;
         }
         let seg = Arc::new(Segment::anonymous(4, 1 << 20).unwrap());
