@@ -203,7 +203,21 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     // and 3 ranks 535 / 528, so only at 2.
     let basis = if n == 2 { len / 2 } else { len };
     let first = slots::reserve(c, 2 * chunks as u64, basis)?;
-    let uncached = len >= coll_uncached_from();
+    // Also once the host's buffers (every rank's input and result) fill
+    // the cache while one rank's still fit it, unless the far watch has the
+    // slot writes go past the cache already: cached stores of the results
+    // would push out the inputs the next chunks read. AMD EPYC host (32
+    // MiB L3), `-t`, alternated, paired, us, cached / uncached, the two
+    // vCPUs near (a line's round trip 110-130 ns; 10 and 6 rounds): 2
+    // ranks 8 MiB 947 / 813 (0.87), 16 MiB 2715 / 2562 (0.96), 32 MiB (a
+    // rank's buffers twice the cache) 6357 / 6376; 4 ranks 4 MiB 1186 /
+    // 945 (0.80), 8 MiB 3079 / 2962, 16 MiB 6834 / 6591 (0.97). Far (over
+    // 500 ns) the same rule without the watch lost: 2 ranks 8 MiB 1480 /
+    // 1797, 32 MiB 6409 / 6881; with it, 8 and 16 MiB 0.95-0.96 (6 rounds)
+    // and near 8 MiB 957 / 865 (0.91, 4 rounds).
+    let llc = llc_bytes();
+    let uncached = len >= coll_uncached_from()
+        || (2 * n * len >= llc && 2 * len <= llc && !Fill::fold_uncached(c));
     let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
     let full = even_blocks(chunk, red.extent, n);
     let last = even_blocks(span(chunks - 1).len(), red.extent, n);
