@@ -212,9 +212,11 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     // ranks 8 MiB 947 / 813 (0.87), 16 MiB 2715 / 2562 (0.96), 32 MiB (a
     // rank's buffers twice the cache) 6357 / 6376; 4 ranks 4 MiB 1186 /
     // 945 (0.80), 8 MiB 3079 / 2962, 16 MiB 6834 / 6591 (0.97). Far (over
-    // 500 ns) the same rule without the watch lost: 2 ranks 8 MiB 1480 /
-    // 1797, 32 MiB 6409 / 6881; with it, 8 and 16 MiB 0.95-0.96 (6 rounds)
-    // and near 8 MiB 957 / 865 (0.91, 4 rounds).
+    // 500 ns) uncached results lost: 2 ranks 8 MiB 1480 / 1797 (this rule
+    // without the watch's check, 3 rounds), 32 MiB 6409 / 6881 (uncached
+    // wherever the buffers fill the cache, 6 rounds). With the check, far
+    // 2 ranks 8 and 16 MiB 0.95-0.96 (6 rounds), near 8 MiB 957 / 865
+    // (0.91, 4 rounds).
     let llc = llc_bytes();
     let uncached = len >= coll_uncached_from()
         || (2 * n * len >= llc && 2 * len <= llc && !Fill::fold_uncached(c));
