@@ -6,7 +6,8 @@
 //! 45 GB/s for a 64 KiB copy in cache). Message data often lands at such
 //! offsets (frame headers shift it), so such copies go in pieces below
 //! glibc's `rep movsb` threshold, which keeps its vector loop. So do all
-//! copies of a shared-memory chunk's size (`SHARED_MAX`).
+//! copies of a shared-memory chunk's size (`SHARED_MAX`), except on CPUs
+//! where `rep movsb` measured faster there (`whole_from`).
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -24,6 +25,61 @@ const PIECE: usize = 2048;
 /// (own blocks, unexpected messages) keep glibc's choice.
 const SHARED_MAX: usize = 256 * 1024;
 
+/// Where `rep movsb` writes shared lines fast, copies from this many bytes
+/// go whole. On an AMD EPYC of family 1Ah (Zen 5, 2 vCPUs, 2026-11-29) it
+/// was the other way round from `SHARED_MAX`'s machine: `rep movsb` beat
+/// the pieces from 16 KiB on, as much where it wrote lines the peer held.
+/// Alternated runs, near, paired ratios whole / pieces (3-5 rounds): 2
+/// ranks pingpong 16-64 KiB 0.68-0.72, sendrecv 16-512 KiB 0.73-0.89,
+/// scatter 32-512 KiB 0.73-0.77, allgather and alltoall 32 KiB 0.65-0.69,
+/// 512 KiB 0.84-0.88, bcast 32 KiB-2 MiB 0.87-0.91, halo 8-512 KiB
+/// 0.72-0.80; 4 ranks sendrecv 32-128 KiB 0.79-0.83, bcast 32-512 KiB
+/// 0.81-0.85, alltoall and allreduce 128 KiB-2 MiB 0.82-0.93; 8 MiB alike.
+/// Below 16 KiB whole copies lost (bcast 4 KiB 1.43-1.62, 8 KiB 1.07-1.10,
+/// scatter 8 KiB 1.09-1.13), and at 16 KiB bcast still lost (1.10-1.11)
+/// where pingpong won (0.71-0.72).
+const WHOLE_FROM_AMD_1AH: usize = 16 * 1024;
+
+/// From how many bytes a copy goes in one `memcpy` whatever its size:
+/// `FERROCOLL_COPY_WHOLE_BYTES`, else `WHOLE_FROM_AMD_1AH` on an AMD CPU of
+/// family 1Ah, else past `SHARED_MAX`. Read once.
+pub fn whole_from() -> usize {
+    static WHOLE: OnceLock<usize> = OnceLock::new();
+    *WHOLE.get_or_init(|| {
+        crate::param::params()
+            .copy_whole_bytes
+            .unwrap_or(if amd_family() == Some(0x1a) {
+                WHOLE_FROM_AMD_1AH
+            } else {
+                SHARED_MAX + 1
+            })
+    })
+}
+
+/// The CPU family of an AMD x86-64 CPU (`cpuid`), `None` on any other
+/// (and under Miri, which has no `cpuid`).
+fn amd_family() -> Option<u32> {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        use std::arch::x86_64::__cpuid;
+        let v = __cpuid(0);
+        let vendor: Vec<u8> = [v.ebx, v.edx, v.ecx]
+            .iter()
+            .flat_map(|r| r.to_le_bytes())
+            .collect();
+        if vendor == b"AuthenticAMD" {
+            let eax = __cpuid(1).eax;
+            let base = (eax >> 8) & 0xf;
+            return Some(if base == 0xf {
+                base + ((eax >> 20) & 0xff)
+            } else {
+                base
+            });
+        }
+    }
+    None
+}
+
 /// Copies `src` into `dst` (equal lengths).
 pub fn copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(
@@ -32,7 +88,7 @@ pub fn copy(dst: &mut [u8], src: &[u8]) {
         "copy between slices of unequal length"
     );
     let skew = (dst.as_ptr() as usize).wrapping_sub(src.as_ptr() as usize) & 4095;
-    if src.len() <= PIECE || (!(1..32).contains(&skew) && src.len() > SHARED_MAX) {
+    if src.len() <= PIECE || (!(1..32).contains(&skew) && src.len() >= whole_from()) {
         dst.copy_from_slice(src);
         return;
     }
@@ -147,6 +203,24 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(largest_cache(&dir), None);
         assert!(llc_bytes() > 0);
+    }
+
+    #[test]
+    fn amd_family_matches_cpuinfo() {
+        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |k: &str| {
+            info.lines()
+                .find(|l| l.starts_with(k))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        };
+        let amd =
+            cfg!(target_arch = "x86_64") && field("vendor_id").as_deref() == Some("AuthenticAMD");
+        let want = amd
+            .then(|| field("cpu family").and_then(|f| f.parse().ok()))
+            .flatten();
+        assert_eq!(amd_family(), want);
+        assert!(whole_from() > PIECE);
     }
 
     #[test]
