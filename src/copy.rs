@@ -27,24 +27,23 @@ const SHARED_MAX: usize = 256 * 1024;
 
 /// Where `rep movsb` writes shared lines fast, copies from this many bytes
 /// go whole. On an AMD EPYC of family 1Ah (Zen 5, 2 vCPUs, 2026-11-29) it
-/// was the other way round from `SHARED_MAX`'s machine: `rep movsb` beat
-/// the pieces from 8 KiB on, where it wrote lines the peer held (slot and
-/// ring writes), and most while the host ran the two vCPUs far apart
-/// (`transport::shm::far`; its watch does not turn on for writes this
-/// short). Alternated 2-rank runs, paired ratios whole / pieces (3-5
-/// rounds), near: pingpong 8 KiB 0.80-0.84, 16-64 KiB 0.68-0.72, sendrecv
-/// 8 KiB 0.81-0.89, 16-512 KiB 0.73-0.89, halo 8 KiB 0.80-0.85, 16-512 KiB
-/// 0.72-0.80, scatter 32-512 KiB 0.73-0.77, allgather and alltoall 32 KiB
-/// 0.65-0.69, 512 KiB 0.84-0.88, bcast 32 KiB-2 MiB 0.87-0.91, but bcast
-/// 8-16 KiB 1.05-1.16 and reduce 16 KiB 1.06-1.12; far: bcast 8-16 KiB
-/// 0.34-0.35, reduce 0.37-0.39, gather and scatter 16 KiB 0.35-0.39,
-/// allgather and alltoall 16 KiB 0.57-0.59, allreduce 0.49-0.59, pingpong
-/// and sendrecv 0.46-0.65.
+/// was the other way round from `SHARED_MAX`'s machine from 32 KiB on, the
+/// more while the host ran the two vCPUs far apart (`transport::shm::far`).
+/// Alternated 2-rank runs, paired ratios whole / pieces (3-5 rounds), near:
+/// pingpong 32-64 KiB 0.67-0.69, sendrecv 32-512 KiB 0.73-0.89, halo 32-512
+/// KiB 0.72-0.80, scatter 32-512 KiB 0.73-0.77, allgather and alltoall 32
+/// KiB 0.65-0.69, 512 KiB 0.84-0.88, bcast 32 KiB-2 MiB 0.87-0.91; far, 32
+/// KiB: pingpong 0.41, bcast 0.44, allreduce 0.50, reduce 0.55 (4 rounds).
 /// 4 ranks, near: sendrecv 32-128 KiB 0.79-0.83, bcast 32-512 KiB
 /// 0.81-0.85, alltoall and allreduce 128 KiB-2 MiB 0.82-0.93. 8 MiB alike.
-/// From 4 KiB, far gained again (bcast 4 KiB 0.41), but near lost more
-/// (bcast 4 KiB 1.75, 8 KiB 1.53: its 4 KiB pieces).
-const WHOLE_FROM_AMD_1AH: usize = 8 * 1024;
+/// Below 32 KiB whole copies won for messages (near pingpong 8 KiB 0.80, 16
+/// KiB 0.72; far bcast 8 KiB 0.34), but a 2-rank bcast of 8-16 KiB ran slow
+/// in some runs by the sizes run before it (us, near, runs from 4 bytes
+/// up, pieces / whole: 8 KiB 0.17-0.21 / 0.30-0.50, 16 KiB 0.32-0.40 /
+/// 0.85-0.98, and 32 KiB 1.73 once where 8-16 KiB writes went whole); with
+/// whole copies from 32 KiB, bcast 32 KiB took 0.61-0.67 in eight such runs
+/// against 0.71-1.0.
+const WHOLE_FROM_AMD_1AH: usize = 32 * 1024;
 
 /// From how many bytes a copy goes in one `memcpy` whatever its size:
 /// `FERROCOLL_COPY_WHOLE_BYTES`, else `WHOLE_FROM_AMD_1AH` on an AMD CPU of
