@@ -45,9 +45,9 @@ const SHARED_MAX: usize = 256 * 1024;
 /// against 0.71-1.0.
 const WHOLE_FROM_AMD_1AH: usize = 32 * 1024;
 
-/// From how many bytes a copy goes in one `memcpy` whatever its size:
-/// `FERROCOLL_COPY_WHOLE_BYTES`, else `WHOLE_FROM_AMD_1AH` on an AMD CPU of
-/// family 1Ah, else past `SHARED_MAX`. Read once.
+/// From how many bytes a copy goes in one `memcpy` (unless its skew is the
+/// slow one above): `FERROCOLL_COPY_WHOLE_BYTES`, else `WHOLE_FROM_AMD_1AH`
+/// on an AMD CPU of family 1Ah, else past `SHARED_MAX`. Read once.
 pub fn whole_from() -> usize {
     static WHOLE: OnceLock<usize> = OnceLock::new();
     *WHOLE.get_or_init(|| {
@@ -230,10 +230,12 @@ mod tests {
 
     #[test]
     fn copies_at_every_skew() {
-        let src: Vec<u8> = (0..20_100u32).map(|i| (i * 31 + 7) as u8).collect();
-        let mut dst = vec![0u8; 20_100];
+        // Lengths on both sides of `whole_from` on any CPU (32 KiB on AMD
+        // family 1Ah, else past 256 KiB).
+        let src: Vec<u8> = (0..300_100u32).map(|i| (i * 31 + 7) as u8).collect();
+        let mut dst = vec![0u8; 300_100];
         for skew in [0usize, 1, 8, 16, 31, 32, 64] {
-            for len in [0usize, 1, 2048, 2049, 9999, 19_999] {
+            for len in [0usize, 1, 2048, 2049, 9999, 19_999, 40_000, 299_999] {
                 dst.fill(0);
                 copy(&mut dst[skew..skew + len], &src[..len]);
                 assert_eq!(&dst[skew..skew + len], &src[..len]);
