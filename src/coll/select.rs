@@ -12,7 +12,7 @@
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 32 KiB per rank; else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's below 768 KiB at 2 ranks on cores of their own, sent eagerly, `SendKind::Lone`); scatter and the v-variants pull only when forced |
+//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 32 KiB per rank; else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
@@ -188,7 +188,9 @@ fn tuned(c: &mut Ctx, coll: &'static str, bytes: usize) -> Result<bool> {
 // a read in place then fetches each line from the writer's core) on this
 // 2-core host, us, medians of 3-7, streamed or slots / pulled (Open MPI,
 // MPICH). Scatter never pulls by itself: its parts too large for a slot
-// go as messages, which the receiver reads in the sender's memory anyway.
+// go as messages, which the receiver reads in the sender's memory anyway
+// (or, where the two have cores of their own, takes through the ring,
+// `Engine::reads_in_place`, which was faster still).
 // Nor do the v-variants, whose sizes only the root knows. Figures from
 // inputs that never changed, where the reader's core kept their lines
 // from the last call and reads in place won from 16-32 KiB, are in the
@@ -499,12 +501,13 @@ pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce
 }
 
 /// Allgather choice for `total` bytes gathered. With 2 ranks on cores of
-/// their own from `ALLGATHER_DIRECT`, the messages (each read in its
-/// sender's buffer, `FERROCOLL_CMA`) are timed against the stream
-/// (`tuned`, where the size proposes the messages): 2 ranks, `-t`, us,
-/// messages read in place / through the rings / streamed: far 2 MiB 177 /
-/// 196 / 211, 8 MiB 681 / 1053 / 902, 32 MiB 3927 / 5592 / 4287; near,
-/// through the rings 0.62 and 0.83 of read in place at 2 and 8 MiB.
+/// their own from `ALLGATHER_DIRECT`, the messages are timed against the
+/// stream (`tuned`, where the size proposes the messages): 2 ranks, `-t`,
+/// us, messages read in place / through the rings / streamed: far 2 MiB
+/// 177 / 196 / 211, 8 MiB 681 / 1053 / 902, 32 MiB 3927 / 5592 / 4287;
+/// near, through the rings 0.62 and 0.83 of read in place at 2 and 8 MiB.
+/// The messages now go through the rings (`Engine::reads_in_place`),
+/// which since won far too: 4 MiB 352 / 191 read in place / through them.
 pub fn allgather(c: &mut Ctx, total: usize) -> Result<Allgather> {
     Ok(match c.forced("allgather") {
         Some("stream") if c.has_slots() => Allgather::Stream,

@@ -1328,8 +1328,8 @@ fn scatter_blocks(
             .map(|p| (p, block(send, blocks.get(p))))
             .collect();
         finish(c, call, false);
-        // The own block is copied while the receivers take theirs: a send
-        // read in place completes only once its receiver has read it.
+        // The own block is copied while the receivers take theirs: an
+        // announced send completes only once its receiver has taken it.
         // 2 ranks, us, copied after / meanwhile (Open MPI): 512 KiB 14.5 /
         // 9.3 (13.5), 2 MiB 80-83 / 50-51 (75), 8 MiB 718 / 359-361 (632).
         let mut own_res = Ok(());
@@ -1358,8 +1358,8 @@ fn scatter_blocks(
 /// reads its block in place), except to a lone receiver on a core of its
 /// own (`SendKind::Lone`), which takes a block below `Engine`'s
 /// `LONE_EAGER` faster through the ring, emptying it while the root fills
-/// it; announced, it read the root's freshly written lines from the other
-/// core. 2 ranks, `-t`, alternated, medians of 5, us, per-rank block,
+/// it (announced, it read the root's freshly written lines from the other
+/// core), and a larger one through the ring's rendezvous. 2 ranks, `-t`, alternated, medians of 5, us, per-rank block,
 /// announced / plain (Open MPI): 64 KiB 19.7 / 11.1 (21.9), 80 KiB 26.3 /
 /// 13.7 (26.8), 96 KiB 28.3 / 18.1 (32.0); larger, at `LONE_EAGER`.
 /// Several receivers read their blocks in place at once, where the root

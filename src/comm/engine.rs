@@ -401,30 +401,6 @@ const PULL_RNDV: usize = 128 * 1024;
 /// pingpong 8 KiB 3.63 / 2.38 / 2.36 (4.01), 32 KiB 9.62 / 5.85 / 5.62
 /// (9.67), 64 KiB 17.8 / 17.8 / 11.1 (16.0).
 const CROWDED_PULL_RNDV: usize = 32 * 1024;
-/// Where ranks have cores of their own, a program's messages announced
-/// below this size (from `PULL_RNDV`; `SendKind::Program` and `Paired`)
-/// are not read in place but stream through the ring
-/// once their receive is posted (`FrameKind::Rts`): both cores copy, each
-/// from lines the other has just handed over, and nothing is buffered
-/// unexpectedly. On an AMD EPYC host (Zen 4, 2 vCPUs), `-t`, 2 ranks, us,
-/// read in place / through the ring's rendezvous (Open MPI), medians of 8
-/// runs with the two vCPUs near (a cache line's round trip 110-130 ns):
-/// pingpong 256 KiB 24.9 / 7.9 (25.2), 1 MiB 53.5 / 30.6 (83.1), 4 MiB
-/// 185 / 117, 16 MiB 1639 / 1383; sendrecv 256 KiB 30.5 / 12.6 (31.0),
-/// 1 MiB 90 / 54, 4 MiB 361 / 230; halo 256 KiB 49.9 / 23.7 (49.8), 1 MiB
-/// 167 / 96, 4 MiB 788 / 602; medians of 4 with them far (over 500 ns):
-/// pingpong 256 KiB 46.8 / 37.5 (46.8), 1 MiB 98.6 / 133, 4 MiB 386 / 555;
-/// sendrecv 256 KiB 66.7 / 48.6 (67.7), 1 MiB 173 / 197, 4 MiB 703 / 959;
-/// halo 256 KiB 88.4 / 95.6 (88.3), 1 MiB 257 / 414, 4 MiB 1044 / 2084
-/// (from 1 MiB a read in place is shared, `SHARE_FROM`). Eager sends ran
-/// as the rendezvous through the ring did (pingpong 256 KiB 7.6, sendrecv
-/// 12.5, halo 23.6, near) but leave a receiver that posts late to buffer
-/// them whole. Where ranks outnumber cores a read in place needs no
-/// sender to run, and messages keep `CROWDED_PULL_RNDV`. A collective's
-/// messages are read in place still: a 2-rank allgather of 1 MiB (its
-/// messages of 512 KiB, timed against its stream) took 106 us through the
-/// ring against 77 read in place, far; the others alike.
-const READ_FROM: usize = 1 << 20;
 /// Messages from this size that the receive holds whole are shared: the
 /// receiver reads the front half while the sender writes the back half
 /// (`FrameKind::Share`), so both cores copy, as through the ring, but once.
@@ -438,7 +414,11 @@ const READ_FROM: usize = 1 << 20;
 /// 231-241 / 268-270, 4 MiB 965-989 / 1215-1236, halo 4 MiB 1830-1840 /
 /// 2370-2536, though pingpong (two ranks idle) 4 MiB 340 / 203-210 and
 /// 16 MiB 1483-1637 / 857-879 (Open MPI 361, 1498); sharing only while
-/// every other rank read as paused lost alike.
+/// every other rank read as paused lost alike. (Those were read in place
+/// where the two had cores of their own; now they stream there,
+/// `Engine::reads_in_place`, and a share comes only where the sender saw
+/// ranks outnumber cores but its receiver then finds the two alone,
+/// `Engine::lone_pair`.)
 const SHARE_FROM: usize = 1 << 20;
 /// Reads of at least this many bytes (about 90 us) may move to an idle
 /// core first (`Engine::borrow_idle_core`). From 256 KiB, those of 256 KiB
@@ -470,13 +450,13 @@ fn read_part(
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum SendKind {
     /// By its size (`Engine::rndv_min`), and once announced over shared
-    /// memory read in place where reads work: a collective's messages,
-    /// whose algorithms were chosen so.
+    /// memory read in place or streamed (`Engine::reads_in_place`): a
+    /// collective's messages, whose algorithms were chosen so.
     Plain,
-    /// A program's own send (`MPI_Send`, `MPI_Isend` and the like): by its
-    /// size, but where ranks have cores of their own an announced one
-    /// below `READ_FROM` streams through the ring once its receive is
-    /// posted.
+    /// A program's own send (`MPI_Send`, `MPI_Isend` and the like): as
+    /// `Plain`, but where ranks outnumber cores and every other rank of the
+    /// host waits in a collective, by `rndv_default` as where ranks have
+    /// cores of their own (`Engine::lone_pair`).
     Program,
     /// Its caller waits for a receive in the same call (`MPI_Sendrecv`):
     /// where ranks outnumber cores it leaves eagerly below
@@ -497,7 +477,10 @@ pub enum SendKind {
 /// `-t`, alternated, medians of 5, us, per-rank block, read in place /
 /// eager (Open MPI): 128 KiB 38.4 / 24.2 (42.3), 256 KiB 76.9 / 46.1
 /// (80.2), 512 KiB 167 / 110 (174), 768 KiB 206 / 195 (240), 1 MiB 244 /
-/// 292 (303).
+/// 292 (303). Larger ones now stream through the ring's rendezvous
+/// instead (`Engine::reads_in_place`), about as fast as eager (2 MiB
+/// blocks 128 / 112 near, 156 / 147 far), and a receiver that comes late
+/// buffers none of them.
 const LONE_EAGER: usize = 768 * 1024;
 
 /// Where reads work and ranks outnumber cores, a `SendKind::Paired` send
@@ -935,9 +918,7 @@ impl Engine {
             && self.cma
             && self.links[dst].is_shm()
             && id < PULL_ALONE as usize
-            && !(matches!(kind, SendKind::Program | SendKind::Paired)
-                && buf.len() < READ_FROM
-                && self.cores_of_their_own(dst))
+            && self.reads_in_place(dst, kind)
         {
             // The receiver reads it where it lies: one copy, not two
             // through the ring, and no sender needs to run meanwhile.
@@ -1135,6 +1116,34 @@ impl Engine {
     /// messages, and such a test made it 15-38% slower, far.)
     fn lone_pair(&self, peer: usize) -> bool {
         self.informed && self.cma && params().rndv_min.is_none() && self.alone_with(peer)
+    }
+
+    /// Whether an announced send of `kind` to `dst` over shared memory,
+    /// where reads work, offers its data to be read in place
+    /// (`FrameKind::Pull`) instead of streaming through the ring once its
+    /// receive is posted (`FrameKind::Rts`). Where ranks outnumber cores
+    /// every one does: a read needs no sender to run. Where the two have
+    /// cores of their own only a root's messages to several ranks do
+    /// (`SendKind::Rooted`: each receiver reads its own at once, while the
+    /// root goes on); the others stream, both cores copying, each from
+    /// lines the other has just handed over (and past the cache while the
+    /// host runs the two far apart, `write_watched`). AMD EPYC (Zen 5, 2
+    /// vCPUs), `-t`, 2 ranks, alternated, medians of 4 rounds near / 6 far
+    /// (a cache line's round trip 100-130 / over 500 ns), us, read in place
+    /// / streamed: near pingpong 1 MiB 50.2 / 27.2, 4 MiB 175 / 112, 16 MiB
+    /// 1421 / 826; sendrecv 1 MiB 86.8 / 48.3, 4 MiB 342 / 200; halo 1 MiB
+    /// 161 / 87.1, 4 MiB 776 / 384; gather 256 KiB 10.5 / 5.15, 1 MiB 37.8 /
+    /// 21.8; far pingpong 1 MiB 98.4 / 44.0, 4 MiB 388 / 169; sendrecv 4 MiB
+    /// 705 / 322; halo 4 MiB 1068 / 603; allgather 1 MiB 76.9 / 45.7, 4 MiB
+    /// 352 / 191; scatter 4 MiB 361 / 156; the others alike (paired
+    /// 0.93-1.07), but near gather 16 MiB 908 / 947 and allgather 16 MiB
+    /// 1096 / 1170. 4 ranks on 2 cores, pingpong (two ranks idle,
+    /// `lone_pair`) 1 MiB 55.1 / 29.2 near, 106 / 46.0 far; the rest alike.
+    /// (141b9e5 had streamed only a program's messages below 1 MiB: far,
+    /// reads won above, pingpong 4 MiB 386 against 555. The ring's copies
+    /// have since gone whole from 32 KiB on this CPU, `copy::whole_from`.)
+    fn reads_in_place(&self, dst: usize, kind: SendKind) -> bool {
+        kind == SendKind::Rooted || !self.cores_of_their_own(dst)
     }
 
     /// Whether this rank and `peer` run on cores of their own: ranks do not
@@ -3079,23 +3088,22 @@ mod tests {
         drop(tx);
     }
 
-    /// Where ranks have cores of their own, a program's announced send
-    /// (`SendKind::Program`, `Paired`) below `READ_FROM` streams through
-    /// the ring (`Rts`), while a collective's of that size and a program's
-    /// of `READ_FROM` are read in place (`Pull`); where ranks outnumber
-    /// cores every announced one is read in place. Fails if any announces
-    /// itself otherwise.
+    /// Where ranks have cores of their own, every announced send but a
+    /// root's to several ranks (`SendKind::Rooted`) streams through the
+    /// ring (`Rts`); where ranks outnumber cores every announced one is read
+    /// in place (`Pull`), and a paired one leaves eagerly below
+    /// `CROWDED_PAIRED_RNDV`. Fails if any announces itself otherwise.
     #[test]
-    fn program_sends_below_read_from_stream_through_the_ring() {
+    fn announced_sends_stream_where_ranks_have_cores_of_their_own() {
         if !default_rendezvous() {
             return;
         }
         let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
         let mut tx = Engine::over_shm(0, seg);
         let mid = vec![5u8; 4 * PULL_RNDV];
-        let big = vec![5u8; READ_FROM];
-        assert!((PULL_RNDV..READ_FROM).contains(&mid.len()));
-        assert!(big.len() < CROWDED_PAIRED_RNDV);
+        let big = vec![5u8; 4 << 20];
+        assert!(mid.len() < big.len() && PULL_RNDV < mid.len());
+        assert!(big.len() >= CROWDED_PAIRED_RNDV.max(LONE_EAGER));
         let announced_as = |tx: &Engine, id: ReqId| match tx.reqs[id].as_ref().map(|r| &r.kind) {
             Some(Kind::Send { hdr, .. }) => Frame::decode(hdr).expect("a header").kind,
             _ => panic!("request {id} is no send"),
@@ -3103,24 +3111,22 @@ mod tests {
         for crowded in [false, true] {
             tx.crowded = crowded;
             tx.rndv_min = rndv_default(true, crowded);
-            let mid_way = if crowded {
+            let way = if crowded {
                 FrameKind::Pull
             } else {
                 FrameKind::Rts
             };
-            // Where ranks outnumber cores a paired send leaves eagerly
-            // below `CROWDED_PAIRED_RNDV`.
-            let (paired_mid, paired_big) = if crowded {
-                (FrameKind::Eager, FrameKind::Eager)
-            } else {
-                (FrameKind::Rts, FrameKind::Pull)
-            };
+            let paired_mid = if crowded { FrameKind::Eager } else { way };
             for (data, kind, want) in [
-                (&mid, SendKind::Program, mid_way),
+                (&mid, SendKind::Program, way),
                 (&mid, SendKind::Paired, paired_mid),
-                (&mid, SendKind::Plain, FrameKind::Pull),
-                (&big, SendKind::Program, FrameKind::Pull),
-                (&big, SendKind::Paired, paired_big),
+                (&mid, SendKind::Plain, way),
+                (&mid, SendKind::Rooted, FrameKind::Pull),
+                (&big, SendKind::Program, way),
+                (&big, SendKind::Paired, way),
+                (&big, SendKind::Plain, way),
+                (&big, SendKind::Lone, way),
+                (&big, SendKind::Rooted, FrameKind::Pull),
             ] {
                 // SAFETY: `mid` and `big` outlive the engine, dropped first.
                 let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
@@ -3512,6 +3518,10 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut e = Engine::over_shm(1, seg);
                     e.rndv_min = 4096;
+                    // Sees ranks outnumber cores, so it offers every
+                    // announced message to be read in place; its receiver,
+                    // which sees the two alone, shares the third.
+                    e.crowded = true;
                     let pulls_at_start = e.cma;
                     for (i, &len) in sizes.iter().enumerate() {
                         let data = msg(i, len);
@@ -3578,6 +3588,10 @@ mod tests {
             let (seg, data) = (seg.clone(), data.clone());
             std::thread::spawn(move || {
                 let mut e = Engine::over_shm(1, seg);
+                // Sees ranks outnumber cores, so offers a `Pull` (where the
+                // two have cores of their own it would stream), which its
+                // receiver, which sees them alone, shares.
+                e.crowded = true;
                 // SAFETY: `data` outlives the wait.
                 let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, len) };
                 let id = e.isend(0, 7, 1, raw, "send").unwrap();
