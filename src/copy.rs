@@ -7,7 +7,8 @@
 //! offsets (frame headers shift it), so such copies go in pieces below
 //! glibc's `rep movsb` threshold, which keeps its vector loop. So do all
 //! copies of a shared-memory chunk's size (`SHARED_MAX`), except on CPUs
-//! where `rep movsb` measured faster there (`whole_from`).
+//! where `rep movsb` measured faster there (`whole_from`, and for messages'
+//! copies through the rings `message_whole_from`).
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -85,15 +86,50 @@ fn amd_family() -> Option<u32> {
     None
 }
 
+/// Messages' copies into and out of the shared-memory rings go whole from
+/// this many bytes on an AMD CPU of family 1Ah (`message_whole_from`):
+/// the slow mode of `WHOLE_FROM_AMD_1AH` came from collectives' slot
+/// reads. Alternated 2-rank runs, `-t`, near (10 rounds), medians, us,
+/// from 32 KiB / from 8 KiB: pingpong 8 KiB 0.484 / 0.400, 16 KiB 0.883 /
+/// 0.627; sendrecv 8 KiB 0.569 / 0.479, 16 KiB 1.022 / 0.774; halo 8 KiB
+/// 1.031 / 0.869, 16 KiB 1.805 / 1.396; bcast, gather, scatter,
+/// allgather and alltoall 2-64 KiB alike (paired 0.98-1.06). 4 ranks on 2
+/// cores (6 rounds): pingpong 8 KiB 0.510 / 0.420, 16 KiB 0.919 / 0.679,
+/// sendrecv 16 KiB 3.05 / 2.77; the rest alike.
+const MESSAGE_WHOLE_FROM_AMD_1AH: usize = 8 * 1024;
+
+/// `whole_from` for messages' copies into and out of the rings:
+/// `FERROCOLL_COPY_WHOLE_BYTES`, else `MESSAGE_WHOLE_FROM_AMD_1AH` on an
+/// AMD CPU of family 1Ah, else as `whole_from`. Read once.
+pub fn message_whole_from() -> usize {
+    static WHOLE: OnceLock<usize> = OnceLock::new();
+    *WHOLE.get_or_init(|| match crate::param::params().copy_whole_bytes {
+        Some(n) => n,
+        None if amd_family() == Some(0x1a) => MESSAGE_WHOLE_FROM_AMD_1AH,
+        None => whole_from(),
+    })
+}
+
 /// Copies `src` into `dst` (equal lengths).
 pub fn copy(dst: &mut [u8], src: &[u8]) {
+    copy_whole_from(dst, src, whole_from());
+}
+
+/// `copy` of a message's bytes into or out of a shared-memory ring
+/// (`message_whole_from`).
+pub fn copy_message(dst: &mut [u8], src: &[u8]) {
+    copy_whole_from(dst, src, message_whole_from());
+}
+
+/// `copy`, whole from `whole` bytes.
+fn copy_whole_from(dst: &mut [u8], src: &[u8], whole: usize) {
     assert_eq!(
         dst.len(),
         src.len(),
         "copy between slices of unequal length"
     );
     let skew = (dst.as_ptr() as usize).wrapping_sub(src.as_ptr() as usize) & 4095;
-    if src.len() <= PIECE || (!(1..32).contains(&skew) && src.len() >= whole_from()) {
+    if src.len() <= PIECE || (!(1..32).contains(&skew) && src.len() >= whole) {
         dst.copy_from_slice(src);
         return;
     }
@@ -226,18 +262,23 @@ mod tests {
             .flatten();
         assert_eq!(amd_family(), want);
         assert!(whole_from() > PIECE);
+        assert!(message_whole_from() > PIECE && message_whole_from() <= whole_from());
     }
 
     #[test]
     fn copies_at_every_skew() {
-        // Lengths on both sides of `whole_from` on any CPU (32 KiB on AMD
-        // family 1Ah, else past 256 KiB).
+        // Lengths on both sides of `whole_from` and `message_whole_from` on
+        // any CPU (32 KiB and 8 KiB on AMD family 1Ah, else past 256 KiB).
         let src: Vec<u8> = (0..300_100u32).map(|i| (i * 31 + 7) as u8).collect();
         let mut dst = vec![0u8; 300_100];
         for skew in [0usize, 1, 8, 16, 31, 32, 64] {
             for len in [0usize, 1, 2048, 2049, 9999, 19_999, 40_000, 299_999] {
                 dst.fill(0);
                 copy(&mut dst[skew..skew + len], &src[..len]);
+                assert_eq!(&dst[skew..skew + len], &src[..len]);
+                assert!(dst[skew + len..].iter().all(|&b| b == 0));
+                dst.fill(0);
+                copy_message(&mut dst[skew..skew + len], &src[..len]);
                 assert_eq!(&dst[skew..skew + len], &src[..len]);
                 assert!(dst[skew + len..].iter().all(|&b| b == 0));
                 dst.fill(0);

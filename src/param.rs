@@ -14,7 +14,7 @@
 //! | `FERROCOLL_RNDV_BYTES` | `131072` / `32768` / `65536` | messages from this size wait for the matching receive and land directly in its buffer; where the receiver reads them from the sender's memory (`FERROCOLL_CMA`) 128 KiB, or 32 KiB where ranks outnumber cores; else 64 KiB. Unset, announced messages stream through the ring where ranks have cores of their own, but a root's to several ranks (README) |
 //! | `FERROCOLL_CMA` | `on` | `on`: a rank reads announced messages from another rank of its host straight out of the sender's memory (`process_vm_readv`, one copy) where ranks outnumber cores or a root sends to several ranks, and `pull` collectives reach their peers' buffers, falling back to the ring where the kernel refuses; `off`: always through the ring |
 //! | `FERROCOLL_CACHE_BYTES` | (from sysfs) | bytes of the last-level CPU cache: received messages (and a rank's own block) from half this size, and streamed collective results from four times it, are stored past the cache |
-//! | `FERROCOLL_COPY_WHOLE_BYTES` | `32768` on AMD family 1Ah (Zen 5), else `262145` | copies from 2 KiB up go in 2 KiB pieces below this size (beside glibc's `rep movsb`, slow on some CPUs for lines another core holds) and in one `memcpy` from it |
+//! | `FERROCOLL_COPY_WHOLE_BYTES` | `32768` on AMD family 1Ah (Zen 5; `8192` for messages' copies into and out of the shared-memory rings), else `262145` | copies from 2 KiB up go in 2 KiB pieces below this size (beside glibc's `rep movsb`, slow on some CPUs for lines another core holds) and in one `memcpy` from it; set, it holds for every copy |
 //! | `FERROCOLL_FAR` | `auto` | how collectives write their data into shared memory (from 4 KiB), and messages from 16 KiB theirs into the rings: `auto`: cached, but past the cache while a rank's own cached writes run slow (this host's cores far apart, see `transport::shm::far`); `on`: always past the cache; `off`: always cached |
 //! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
 //! | `FERROCOLL_NSOCKS` | `1` | TCP sockets per pair of ranks (1-16); a link's bytes are dealt to them in 128 KiB pieces; the dialling rank's value counts |
@@ -70,7 +70,8 @@ pub struct Params {
     pub cma: bool,
     /// `FERROCOLL_CACHE_BYTES`; `None`: read the cache size from sysfs.
     pub cache_bytes: Option<usize>,
-    /// `FERROCOLL_COPY_WHOLE_BYTES`; `None`: by the CPU (`copy::whole_from`).
+    /// `FERROCOLL_COPY_WHOLE_BYTES`; `None`: by the CPU (`copy::whole_from`,
+    /// `copy::message_whole_from`).
     pub copy_whole_bytes: Option<usize>,
     /// `FERROCOLL_TRANSPORT`.
     pub transport: crate::bootstrap::wire::Transport,

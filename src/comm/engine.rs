@@ -2546,7 +2546,7 @@ impl Engine {
         // reported in the status).
         let body = &rest[..fit];
         buf.fill_at(0, fit, |d| {
-            crate::copy::copy(d, body);
+            crate::copy::copy_message(d, body);
             fit
         });
         self.links[src].consume_post(FRAME_BYTES + len);

@@ -128,7 +128,7 @@ impl Link {
         }
         let mut o = 0;
         self.read_with(dst.len(), |s| {
-            crate::copy::copy(&mut dst[o..o + s.len()], s);
+            crate::copy::copy_message(&mut dst[o..o + s.len()], s);
             o += s.len();
         })
     }

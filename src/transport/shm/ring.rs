@@ -28,7 +28,7 @@
 //! up to 32 bytes shares the post's first line with it.
 
 use super::demote;
-use crate::copy::{copy, copy_uncached};
+use crate::copy::{copy_message as copy, copy_uncached};
 use crate::transport::frame::{lengthen, shorten, FRAME_BYTES, SHORT_BYTES};
 use crossbeam::utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
