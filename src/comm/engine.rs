@@ -466,7 +466,8 @@ pub enum SendKind {
     /// several ranks (`Ctx::send_announced`).
     Rooted,
     /// A root's message to its one receiver, which has a core of its own
-    /// (`coll::slots::scatter_kind`): eager below `LONE_EAGER`.
+    /// (`coll::slots::scatter_kind`): eager below `LONE_EAGER`, else
+    /// through the ring's rendezvous (`Engine::reads_in_place`).
     Lone,
 }
 
@@ -924,9 +925,10 @@ impl Engine {
             // through the ring, and no sender needs to run meanwhile.
             // A root's messages are read alone: it copies its own block
             // meanwhile (`Ctx::send_then`), and would answer a
-            // `Share` only after that. Scatter of 2 MiB at 2 ranks (1 MiB
-            // parts), us, shared / alone (Open MPI): 105-107 / 80-87 (75),
-            // before the own block overlapped the reads.
+            // `Share` only after that. (A 2-rank scatter of 2 MiB, 1 MiB
+            // parts, when its block was read in place, us, shared / alone
+            // (Open MPI): 105-107 / 80-87 (75), before the own block
+            // overlapped the reads; a `Lone` send is streamed now.)
             frame.kind = FrameKind::Pull;
             frame.token = buf.tail(0).as_ptr() as u64;
             frame.aux = id as u32 | if rooted { PULL_ALONE } else { 0 };
