@@ -93,9 +93,12 @@ fn amd_family() -> Option<u32> {
 /// from 32 KiB / from 8 KiB: pingpong 8 KiB 0.484 / 0.400, 16 KiB 0.883 /
 /// 0.627; sendrecv 8 KiB 0.569 / 0.479, 16 KiB 1.022 / 0.774; halo 8 KiB
 /// 1.031 / 0.869, 16 KiB 1.805 / 1.396; bcast, gather, scatter,
-/// allgather and alltoall 2-64 KiB alike (paired 0.98-1.06). 4 ranks on 2
-/// cores (6 rounds): pingpong 8 KiB 0.510 / 0.420, 16 KiB 0.919 / 0.679,
-/// sendrecv 16 KiB 3.05 / 2.77; the rest alike.
+/// allgather and alltoall 2-64 KiB alike (paired 0.98-1.06); far (4
+/// rounds): pingpong 8 KiB 2.14 / 1.43, 16 KiB 3.95 / 1.87; sendrecv 8
+/// KiB 2.30 / 1.47, 16 KiB 4.19 / 1.98; halo 8 KiB 4.18 / 2.15, 16 KiB
+/// 7.58 / 3.03; the collectives 0.96-1.10 (their slot copies unchanged).
+/// 4 ranks on 2 cores (6 rounds): pingpong 8 KiB 0.510 / 0.420, 16 KiB
+/// 0.919 / 0.679, sendrecv 16 KiB 3.05 / 2.77; the rest alike.
 const MESSAGE_WHOLE_FROM_AMD_1AH: usize = 8 * 1024;
 
 /// `whole_from` for messages' copies into and out of the rings:
