@@ -51,15 +51,19 @@ const WHOLE_FROM_AMD_1AH: usize = 32 * 1024;
 /// on an AMD CPU of family 1Ah, else past `SHARED_MAX`. Read once.
 pub fn whole_from() -> usize {
     static WHOLE: OnceLock<usize> = OnceLock::new();
-    *WHOLE.get_or_init(|| {
-        crate::param::params()
-            .copy_whole_bytes
-            .unwrap_or(if amd_family() == Some(0x1a) {
-                WHOLE_FROM_AMD_1AH
-            } else {
-                SHARED_MAX + 1
-            })
-    })
+    *WHOLE.get_or_init(|| by_cpu(WHOLE_FROM_AMD_1AH))
+}
+
+/// `FERROCOLL_COPY_WHOLE_BYTES`, else `amd_1ah` on an AMD CPU of family
+/// 1Ah, else past `SHARED_MAX`.
+fn by_cpu(amd_1ah: usize) -> usize {
+    crate::param::params()
+        .copy_whole_bytes
+        .unwrap_or(if amd_family() == Some(0x1a) {
+            amd_1ah
+        } else {
+            SHARED_MAX + 1
+        })
 }
 
 /// The CPU family of an AMD x86-64 CPU (`cpuid`), `None` on any other
@@ -106,11 +110,7 @@ const MESSAGE_WHOLE_FROM_AMD_1AH: usize = 8 * 1024;
 /// AMD CPU of family 1Ah, else as `whole_from`. Read once.
 pub fn message_whole_from() -> usize {
     static WHOLE: OnceLock<usize> = OnceLock::new();
-    *WHOLE.get_or_init(|| match crate::param::params().copy_whole_bytes {
-        Some(n) => n,
-        None if amd_family() == Some(0x1a) => MESSAGE_WHOLE_FROM_AMD_1AH,
-        None => whole_from(),
-    })
+    *WHOLE.get_or_init(|| by_cpu(MESSAGE_WHOLE_FROM_AMD_1AH))
 }
 
 /// Copies `src` into `dst` (equal lengths).

@@ -898,9 +898,6 @@ impl Engine {
         if self.links[dst].has_failed() {
             return Err(self.link_death(dst, op));
         }
-        // A root's messages are read alone (below); only `Rooted` ones are
-        // announced whatever their size.
-        let rooted = matches!(kind, SendKind::Rooted | SendKind::Lone);
         let announce = self.announces(dst, buf.len(), kind)
             || (kind == SendKind::Rooted && !buf.is_empty() && self.links[dst].is_remote());
         let mut frame = Frame::eager(ctx, tag, buf.len());
@@ -931,7 +928,10 @@ impl Engine {
             // overlapped the reads; a `Lone` send is streamed now.)
             frame.kind = FrameKind::Pull;
             frame.token = buf.tail(0).as_ptr() as u64;
-            frame.aux = id as u32 | if rooted { PULL_ALONE } else { 0 };
+            // A `Lone` send is never read in place (`scatter_kind`
+            // picks it only where ranks do not outnumber cores).
+            let alone = kind == SendKind::Rooted;
+            frame.aux = id as u32 | if alone { PULL_ALONE } else { 0 };
         } else if announce {
             frame.kind = FrameKind::Rts;
             frame.token = id as u64;

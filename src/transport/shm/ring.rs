@@ -28,7 +28,7 @@
 //! up to 32 bytes shares the post's first line with it.
 
 use super::demote;
-use crate::copy::{copy_message as copy, copy_uncached};
+use crate::copy::{copy_message, copy_uncached};
 use crate::transport::frame::{lengthen, shorten, FRAME_BYTES, SHORT_BYTES};
 use crossbeam::utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
@@ -543,7 +543,11 @@ impl Ring {
     /// checked it fits in the free space), past the cache if `uncached`.
     fn put(&self, pos: u64, src: &[u8], uncached: bool) {
         let n = src.len();
-        let copy = if uncached { copy_uncached } else { copy };
+        let copy = if uncached {
+            copy_uncached
+        } else {
+            copy_message
+        };
         let at = (pos % self.cap as u64) as usize;
         let first = n.min(self.cap - at);
         // SAFETY: [at, at+first) and [0, n-first) lie inside the data area and
@@ -573,7 +577,7 @@ impl Ring {
                 // and stay until this side frees the post.
                 unsafe {
                     p.range(p.at, dst.len(), |s| {
-                        copy(&mut dst[off..off + s.len()], s);
+                        copy_message(&mut dst[off..off + s.len()], s);
                         off += s.len();
                     })
                 };
@@ -588,8 +592,8 @@ impl Ring {
                 // published (`next` saw `head` past them) and stay until
                 // this side moves `tail`.
                 unsafe {
-                    copy(a, std::slice::from_raw_parts(self.data.add(at), first));
-                    copy(b, std::slice::from_raw_parts(self.data, b.len()));
+                    copy_message(a, std::slice::from_raw_parts(self.data.add(at), first));
+                    copy_message(b, std::slice::from_raw_parts(self.data, b.len()));
                 }
                 true
             }
@@ -708,7 +712,7 @@ impl Ring {
     pub fn read_some(&self, dst: &mut [u8]) -> usize {
         let mut off = 0;
         self.read_with(dst.len(), |s| {
-            copy(&mut dst[off..off + s.len()], s);
+            copy_message(&mut dst[off..off + s.len()], s);
             off += s.len();
         })
     }
