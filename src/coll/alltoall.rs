@@ -7,7 +7,8 @@ use crate::error::Result;
 /// All-to-all whose blocks have one length, the same on every rank (the
 /// contract of `MPI_Alltoall` and `ncclAllToAll`, which every rank can
 /// rely on to choose alike): large calls stream through the slots
-/// (`coll::stream::alltoall`), the rest go as `alltoallv`.
+/// (`coll::stream::alltoall`), or with 2 ranks on cores of their own go as
+/// messages (`select::alltoall_direct`); the rest go as `alltoallv`.
 pub fn alltoall(
     c: &mut Ctx,
     send: &[u8],
@@ -17,11 +18,12 @@ pub fn alltoall(
 ) -> Result<()> {
     let len = rblocks.first().map_or(0, |b| b.1);
     let uniform = sblocks == rblocks && rblocks.iter().all(|b| b.1 == len);
-    if uniform
-        && select::pull(c, "alltoall", len * c.size(), select::pull_alltoall)?
-        && pull::alltoall(c, send, recv, rblocks)?
-    {
+    let total = len * c.size();
+    if uniform && select::alltoall_pulls(c, total)? && pull::alltoall(c, send, recv, rblocks)? {
         return Ok(());
+    }
+    if uniform && select::alltoall_direct(c, total)? {
+        return messages(c, send, sblocks, recv, rblocks);
     }
     if uniform && select::alltoall_stream(c, len) {
         return stream::alltoall(c, send, recv, rblocks);

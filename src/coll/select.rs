@@ -230,6 +230,38 @@ pub fn allgather_pulls(c: &mut Ctx, total: usize) -> Result<bool> {
 /// their own goes as messages (`allgather_pulls`).
 const ALLGATHER_DIRECT: usize = 1 << 20;
 
+/// Whether an all-to-all of `total` bytes received pulls. Not with 2 ranks
+/// on cores of their own, whose messages are timed against the stream
+/// instead (`alltoall_direct`): pulled, the 2-rank calls took 1.25-1.57
+/// times as long as streamed from 1 to 32 MiB (`-t`, alternated, 4 rounds
+/// near).
+pub fn alltoall_pulls(c: &mut Ctx, total: usize) -> Result<bool> {
+    if two_on_own_cores(c) && c.forced("alltoall").is_none() {
+        return Ok(false);
+    }
+    pull(c, "alltoall", total, pull_alltoall)
+}
+
+/// Whether a 2-rank all-to-all whose ranks have cores of their own goes as
+/// messages (`alltoall::messages`, each block through the ring's
+/// rendezvous) rather than streamed: from `ALLTOALL_DIRECT` bytes received,
+/// timed against the stream (`tuned`) where the rank could pull. 2 ranks,
+/// `-t`, alternated, near (6 rounds), medians, us, streamed / as messages:
+/// 1 MiB 37.1 / 37.0, 2 MiB 78.0 / 69.8, 4 MiB 164 / 145, 8 MiB 600 / 507,
+/// 16 MiB 1872 / 2026, 32 MiB 4878 / 4661 (a message's 8 MiB land in the
+/// cache, the stream's past it).
+pub fn alltoall_direct(c: &mut Ctx, total: usize) -> Result<bool> {
+    let forced = matches!(c.forced("alltoall"), Some(name) if known("alltoall", name));
+    if forced || !two_on_own_cores(c) || total < ALLTOALL_DIRECT {
+        return Ok(false);
+    }
+    Ok(!c.pulls() || tuned(c, "alltoall", total)?)
+}
+
+/// Bytes received from which a 2-rank all-to-all whose ranks have cores of
+/// their own goes as messages (`alltoall_direct`).
+const ALLTOALL_DIRECT: usize = 2 << 20;
+
 /// Whether the communicator has 2 ranks and ranks do not outnumber cores.
 fn two_on_own_cores(c: &Ctx) -> bool {
     c.size() == 2 && !c.eng.crowded()
