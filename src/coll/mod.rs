@@ -209,7 +209,7 @@ impl<'a> Ctx<'a> {
         sends: &[(usize, &[u8])],
         recvs: &mut [(usize, &mut [u8])],
     ) -> Result<()> {
-        self.exchange(step, sends, recvs, SendKind::Plain, || {})
+        self.exchange(step, sends, recvs, SendKind::Plain, || false)
     }
 
     /// Sends each `(rank, bytes)` of `sends`, announced whatever its size,
@@ -220,18 +220,18 @@ impl<'a> Ctx<'a> {
     /// core wait behind it. 4 ranks on 2 cores, scatter of 32 KiB per
     /// rank: 16.8 us sent at once, 11.2 announced (Open MPI 13.6).
     pub fn send_announced(&mut self, step: u32, sends: &[(usize, &[u8])]) -> Result<()> {
-        self.exchange(step, sends, &mut [], SendKind::Rooted, || {})
+        self.exchange(step, sends, &mut [], SendKind::Rooted, || false)
     }
 
     /// Sends of `kind` (`SendKind::Rooted`: as `send_announced`), running
-    /// `meanwhile` while the receivers take their messages (see
-    /// `Engine::exchange_then`).
+    /// `meanwhile` a piece at a time while the receivers take their
+    /// messages (see `Engine::exchange_then`).
     pub fn send_then(
         &mut self,
         step: u32,
         sends: &[(usize, &[u8])],
         kind: SendKind,
-        meanwhile: impl FnOnce(),
+        meanwhile: impl FnMut() -> bool,
     ) -> Result<()> {
         self.exchange(step, sends, &mut [], kind, meanwhile)
     }
@@ -242,7 +242,7 @@ impl<'a> Ctx<'a> {
         sends: &[(usize, &[u8])],
         recvs: &mut [(usize, &mut [u8])],
         kind: SendKind,
-        meanwhile: impl FnOnce(),
+        meanwhile: impl FnMut() -> bool,
     ) -> Result<()> {
         let (ctx, tag, op) = (self.comm.coll_ctx(), self.tag(step), self.op);
         let comm: &Comm = self.comm;
@@ -437,6 +437,49 @@ pub fn check_len(block: usize, sent: usize) -> Result<()> {
     Ok(())
 }
 
+/// A rank's own part copied into its block a piece at a time (`step`),
+/// stored as `copy_own` stores it: work that overlaps a transfer
+/// (`Ctx::send_then`), between whose pieces the engine refills the ring its
+/// receiver empties.
+pub struct OwnCopy<'a> {
+    dst: &'a mut [u8],
+    src: &'a [u8],
+    at: usize,
+    uncached: bool,
+}
+
+impl<'a> OwnCopy<'a> {
+    /// Bytes of one piece: about 2.5 us of copying, while the receiver
+    /// empties a ring of 1 MiB in about 50.
+    const PIECE: usize = 128 << 10;
+
+    /// The copy of `src` into `dst`, failing on a size mismatch as
+    /// `copy_own` does.
+    pub fn new(dst: &'a mut [u8], src: &'a [u8]) -> Result<Self> {
+        check_len(dst.len(), src.len())?;
+        let uncached = dst.len() >= p2p_uncached_from();
+        Ok(OwnCopy {
+            dst,
+            src,
+            at: 0,
+            uncached,
+        })
+    }
+
+    /// Copies the next piece; whether any remain.
+    pub fn step(&mut self) -> bool {
+        let end = (self.at + Self::PIECE).min(self.dst.len());
+        let (d, s) = (&mut self.dst[self.at..end], &self.src[self.at..end]);
+        if self.uncached {
+            copy_uncached(d, s);
+        } else {
+            copy(d, s);
+        }
+        self.at = end;
+        end < self.dst.len()
+    }
+}
+
 /// Copies a rank's own part into its block, failing on a size mismatch
 /// (the ranks called the collective with inconsistent counts). A large
 /// block is stored past the cache.
@@ -448,4 +491,36 @@ pub fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
         copy(dst, src);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OwnCopy;
+
+    #[test]
+    fn own_copy_goes_piece_by_piece_to_the_end() {
+        for len in [
+            0,
+            1,
+            OwnCopy::PIECE - 1,
+            OwnCopy::PIECE,
+            3 * OwnCopy::PIECE + 17,
+        ] {
+            let src: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let mut dst = vec![0u8; len];
+            let mut own = OwnCopy::new(&mut dst, &src).unwrap();
+            let mut steps = 1;
+            while own.step() {
+                steps += 1;
+            }
+            assert_eq!(steps, len.div_ceil(OwnCopy::PIECE).max(1), "len {len}");
+            assert!(dst == src, "len {len}");
+        }
+    }
+
+    #[test]
+    fn own_copy_refuses_a_block_of_another_length() {
+        let mut dst = [0u8; 8];
+        assert!(OwnCopy::new(&mut dst, &[1u8; 9]).is_err());
+    }
 }

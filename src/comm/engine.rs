@@ -2886,7 +2886,9 @@ impl Engine {
     /// (sends of `kind`, see `isend_as`), running `meanwhile` once every
     /// message is posted and before the wait: work of the caller's own
     /// that overlaps the transfers (a root's own block, while its receivers
-    /// read theirs). Returns when all have completed. Every receive must be
+    /// take theirs), one piece per call till it returns `false`, the links
+    /// progressed between pieces, so that a ring its receiver empties is
+    /// refilled meanwhile. Returns when all have completed. Every receive must be
     /// filled exactly (collectives know their sizes); a shorter or longer
     /// message means the ranks called the collective with mismatched
     /// arguments.
@@ -2902,7 +2904,7 @@ impl Engine {
         world: impl Fn(usize) -> usize,
         op: &'static str,
         kind: SendKind,
-        meanwhile: impl FnOnce(),
+        mut meanwhile: impl FnMut() -> bool,
     ) -> Result<()> {
         let mut ids = Vec::with_capacity(sends.len() + recvs.len());
         for (src, buf) in recvs.iter_mut() {
@@ -2923,7 +2925,9 @@ impl Engine {
             let raw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
             ids.push(self.isend_as(world(*dst), ctx, tag, raw, op, kind)?);
         }
-        meanwhile();
+        while meanwhile() {
+            self.progress();
+        }
         self.wait_all(&ids, op)?;
         let mut bad = None;
         for (i, &id) in ids.iter().enumerate() {
