@@ -334,10 +334,12 @@ pub fn share_bcast(c: &Ctx, bytes: usize) -> bool {
 /// 239, 4 MiB 790 / 854, 8 MiB 1651 / 1649, 32 MiB 13841 / 13945: from 8
 /// MiB, where they tie at 2 ranks and more ranks share the folding; 4
 /// ranks on 2 cores 64 KiB 42.9 / 49.3, 128 KiB 97.2 / 79.7, 512 KiB 406
-/// / 296, 4 MiB 3097 / 1662 (2727); there from 256 KiB, below which
-/// messages up a binomial tree beat both (`CROWDED_BINOMIAL_REDUCE`).
+/// / 296, 4 MiB 3097 / 1662 (2727). There the stream has since outrun
+/// the pull at every size (`reduce`: 4 ranks, pulled / streamed, 512 KiB
+/// 118 / 55.8, 2 MiB 421 / 252, 8 MiB 3077 / 1803, 32 MiB 14039 / 8887),
+/// so it never pulls.
 pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 4 * SLOT_DATA } else { 8 << 20 }
+    !crowded && bytes >= 8 << 20
 }
 
 /// Allreduce, `bytes` per rank (every rank folds one block and writes it
@@ -497,22 +499,17 @@ pub fn bcast(c: &Ctx, bytes: usize) -> Bcast {
     }
 }
 
-/// Bytes per rank from which a reduce where ranks outnumber cores goes
-/// as messages up a binomial tree instead of streaming (up to
-/// `pull_reduce`'s size, from which it pulls): there each message is read
-/// once by the rank that folds it, and the ranks of a core take turns at
-/// whole messages instead of at every chunk. Alternated runs, `mpibench
-/// -t`, us, as chosen before (streamed below 128 KiB, pulled from it) /
-/// binomial (Open MPI), paired ratios where given: 3 ranks on 2 cores 64
-/// KiB 34.7 / 27.3 (23.8) and 21.0 / 29.5, 128 KiB 57.4 / 46.0 (42.3) and
-/// 60.6 / 50.1 (47.8), 256 KiB 113 / 89.7; 4 ranks 32 KiB 14.6 / 24.8
-/// (1.69), 64 KiB 36.9 / 33.5 (32.0), 37.6 / 38.9 and 48.1 / 38.9 (0.82),
-/// 128 KiB 73.8 / 63.7 (55.8), 79.9 / 68.3 and 72.7 / 67.7 (0.93), 256
-/// KiB 134 / 129 and 128 / 144 (1.13), 512 KiB 270 / 353; 8 ranks 32 KiB
-/// 1.55, 64 KiB 0.85, 128 KiB 0.94, 256 KiB 1.54.
-const CROWDED_BINOMIAL_REDUCE: usize = 64 << 10;
-
-/// Reduce choice.
+/// Reduce choice. Streamed where ranks outnumber cores too, at every
+/// size: there messages up a binomial tree won from 64 KiB when the
+/// stream was slower, and now take 2-4 times as long. Alternated runs,
+/// `-t`, medians, us, binomial (pulled from 256 KiB) / streamed: 4 ranks
+/// on 2 cores (3 rounds) 64 KiB 25.2 / 6.31, 128 KiB 42.3 / 12.6, 256 KiB
+/// 65.5 / 25.8, 512 KiB 117 / 55.8, 1 MiB 216 / 122, 4 MiB 1087 / 659, 16
+/// MiB 7051 / 4209, 32 MiB 13931 / 8887 (Open MPI in a run the same hour:
+/// 128 KiB 33-96, 2 MiB 600, 8 MiB 4312); 3 ranks (2 rounds) 64 KiB 17.9
+/// / 5.21, 1 MiB 190 / 98.5, 4 MiB 799 / 438; 8 ranks (3 rounds, in a
+/// narrow window there, `slots::WIDE_SLOT_BYTES`) 64 KiB 70.8 / 18.5, 256
+/// KiB 250 / 73.6, 1 MiB 800 / 340, 4 MiB 3563 / 2351.
 pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce {
     let rsag_ok = commutative && bytes / extent.max(1) >= c.size();
     let stream_ok = c.has_slots() && extent <= SLOT_DATA;
@@ -520,7 +517,6 @@ pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce
         Some("stream") if stream_ok => Reduce::Stream,
         Some("binomial") => Reduce::Binomial,
         Some("rsag") if rsag_ok => Reduce::Rsag,
-        _ if c.eng.crowded() && bytes >= CROWDED_BINOMIAL_REDUCE => Reduce::Binomial,
         _ if stream_ok && bytes * c.size() > read_limit(c, "reduce") => Reduce::Stream,
         // Binomial receives fold each piece as it lands, which beat rsag
         // over TCP at 2 and 4 ranks at every size (2 ranks, 2 MiB: 481 us

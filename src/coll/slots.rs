@@ -134,6 +134,15 @@ const WIDE_WINDOW: u64 = 32;
 /// that streams in `WIDE_WINDOW`.
 const WIDE_UP_TO: usize = 1 << 20;
 
+/// Most slot memory that the writers of a streamed collective cycle
+/// through together in `WIDE_WINDOW` (2 MiB each): up to 4 writers. With 8
+/// ranks on 2 cores (16 MiB) the wide window lost, `-t`, alternated, 3
+/// rounds, medians, us, wide / narrow: reduce 64 KiB 16.4 / 13.3, 256 KiB
+/// 84.1 / 55.8, 1 MiB 550 / 280; allreduce 512 KiB 215 / 190, 1 MiB 595 /
+/// 507; allgather 1 MiB 138 / 123; a broadcast's one writer kept it (512
+/// KiB 50.0 / 57.0). With 4 ranks the two were within 3-7% either way.
+const WIDE_SLOT_BYTES: usize = 8 << 20;
+
 /// Call number of the `j`-th number in windows of `w` slots.
 fn window_number(w: u64, j: u64) -> u64 {
     j / w * DEPTH as u64 + j % w
@@ -151,16 +160,17 @@ fn window_index_from(w: u64, f: u64) -> u64 {
 }
 
 /// Reserves window numbers for a streamed collective of `count` calls
-/// over `bytes` (`coll::stream`); `Call::nth` gives each. Every member must reserve
-/// alike. Numbers outside the windows that a streamed call passes over
+/// over `bytes` whose slots `writers` ranks fill (`coll::stream`);
+/// `Call::nth` gives each. Every member must reserve alike. Numbers outside the windows that a streamed call passes over
 /// are never used: nobody publishes or waits for them. Reuse of a slot is
 /// still checked against the call one `DEPTH` before, which is a window
 /// number at most the last call before this one (so every peer reaches
 /// it) or an earlier chunk of this call: numbers passed over lie in the
 /// current row of `DEPTH` at or past the window's width, which no chunk's
 /// number minus `DEPTH` reaches, whatever the width of earlier calls.
-pub(super) fn reserve(c: &mut Ctx, count: u64, bytes: usize) -> Result<Call> {
-    let w = if bytes <= WIDE_UP_TO {
+pub(super) fn reserve(c: &mut Ctx, count: u64, bytes: usize, writers: usize) -> Result<Call> {
+    let w = if bytes <= WIDE_UP_TO && writers * WIDE_WINDOW as usize * SLOT_DATA <= WIDE_SLOT_BYTES
+    {
         WIDE_WINDOW
     } else {
         WINDOW

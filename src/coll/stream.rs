@@ -202,7 +202,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, recv: &mut [u8], red: &Reduce
     // (249), 216 / 191 in another set; 4 ranks on 2 cores 2 MiB 654 / 699
     // and 3 ranks 535 / 528, so only at 2.
     let basis = if n == 2 { len / 2 } else { len };
-    let first = slots::reserve(c, 2 * chunks as u64, basis)?;
+    let first = slots::reserve(c, 2 * chunks as u64, basis, n)?;
     // Also once the host's buffers (every rank's input and result) fill
     // the cache while one rank's still fit it, unless the far watch has the
     // slot writes go past the cache already: cached stores of the results
@@ -317,7 +317,7 @@ fn allreduce_whole(
     chunks: usize,
 ) -> Result<()> {
     let (n, me, len) = (c.size(), c.rank(), recv.len());
-    let first = slots::reserve(c, chunks as u64, len)?;
+    let first = slots::reserve(c, chunks as u64, len, n)?;
     let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
     // Publishes chunk `k` of the input (`recv` in place: the chunks past
     // the one being folded still hold it).
@@ -375,7 +375,7 @@ pub fn reduce(
     if chunks == 0 {
         return Ok(());
     }
-    let first = slots::reserve(c, chunks as u64, len)?;
+    let first = slots::reserve(c, chunks as u64, len, n - 1)?;
     let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
     if me != root {
         let input = send.ok_or_else(|| Error::InvalidArg("reduce without a buffer".into()))?;
@@ -481,7 +481,7 @@ pub fn reduce_scatter(
         return Ok(());
     }
     let total: usize = blocks.iter().map(|b| b.1).sum();
-    let first = slots::reserve(c, chunks as u64, total)?;
+    let first = slots::reserve(c, chunks as u64, total, n)?;
     let at = |j: usize, k: usize| cut.at(j, k);
     let put = |c: &mut Ctx, k: usize, recv: &mut [u8]| {
         let input = send.unwrap_or(recv);
@@ -540,7 +540,7 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     if chunks == 0 {
         return Ok(());
     }
-    let first = slots::reserve(c, chunks as u64, buf.len())?;
+    let first = slots::reserve(c, chunks as u64, buf.len(), 1)?;
     let len = buf.len();
     let span = |k: usize| k * SLOT_DATA..len.min((k + 1) * SLOT_DATA);
     // A receiver only writes its buffer, so from where the root's buffer
@@ -603,7 +603,7 @@ pub fn allgatherv(
         return Ok(());
     }
     let total: usize = blocks.iter().map(|b| b.1).sum();
-    let first = slots::reserve(c, chunks as u64, total)?;
+    let first = slots::reserve(c, chunks as u64, total, n)?;
     let at = |j: usize, k: usize| cut.at(j, k);
     // Also once the host's ranks' own blocks and results together no
     // longer fit the cache: every rank then writes its whole result to
@@ -680,7 +680,7 @@ pub fn alltoall(
     if chunks == 0 {
         return Ok(());
     }
-    let first = slots::reserve(c, chunks as u64, n * len)?;
+    let first = slots::reserve(c, chunks as u64, n * len, n)?;
     // Where the piece for rank `to` lies in rank `from`'s slot.
     let pos = |from: usize, to: usize| (to + n - from - 1) % n * piece;
     let at = |j: usize, k: usize| {
