@@ -469,12 +469,11 @@ impl<'a> OwnCopy<'a> {
     /// Copies the next piece; whether any remain.
     pub fn step(&mut self) -> bool {
         let end = (self.at + Self::PIECE).min(self.dst.len());
-        let (d, s) = (&mut self.dst[self.at..end], &self.src[self.at..end]);
-        if self.uncached {
-            copy_uncached(d, s);
-        } else {
-            copy(d, s);
-        }
+        put_out(
+            &mut self.dst[self.at..end],
+            &self.src[self.at..end],
+            self.uncached,
+        );
         self.at = end;
         end < self.dst.len()
     }
@@ -485,12 +484,18 @@ impl<'a> OwnCopy<'a> {
 /// block is stored past the cache.
 pub fn copy_own(dst: &mut [u8], src: &[u8]) -> Result<()> {
     check_len(dst.len(), src.len())?;
-    if dst.len() >= p2p_uncached_from() {
+    put_out(dst, src, dst.len() >= p2p_uncached_from());
+    Ok(())
+}
+
+/// Copies a result into the user's buffer, past the cache where
+/// `uncached`.
+fn put_out(dst: &mut [u8], src: &[u8], uncached: bool) {
+    if uncached {
         copy_uncached(dst, src);
     } else {
         copy(dst, src);
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -272,6 +272,7 @@ fn two_on_own_cores(c: &Ctx) -> bool {
 /// 8 MiB 1381 / 1188, 32 MiB 11063 / 8928; 4 ranks on 2 cores, messages
 /// read in place / streamed / pulled: 128 KiB 65.0 / 51.0 / 67.4, 512 KiB
 /// 231 / 212 / 225, 1 MiB 383 / 468 / 374, 4 MiB - / 1725 / 1235 (1312).
+/// (2 ranks on cores of their own no longer pull, `alltoall_pulls`.)
 pub fn pull_alltoall(bytes: usize, crowded: bool) -> bool {
     bytes >= if crowded { 1 << 20 } else { 2 << 20 }
 }

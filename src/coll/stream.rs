@@ -17,7 +17,7 @@
 // read here passes `far` false.
 use super::fill::Fill;
 use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, Place, WINDOW};
-use super::{check_send_blocks, even_blocks, split_blocks, Ctx, Reducer};
+use super::{check_send_blocks, even_blocks, put_out, split_blocks, Ctx, Reducer};
 use crate::copy::{coll_uncached_from, copy, copy_uncached, llc_bytes, p2p_uncached_from};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
@@ -29,15 +29,6 @@ use crate::transport::shm::slots::SLOT_DATA;
 /// moved past it (no wait in the steady state).
 const AHEAD: usize = 4;
 const _: () = assert!(AHEAD as u64 <= WINDOW / 4);
-
-/// Copies a result into the user's buffer.
-fn put_out(dst: &mut [u8], src: &[u8], uncached: bool) {
-    if uncached {
-        copy_uncached(dst, src);
-    } else {
-        copy(dst, src);
-    }
-}
 
 /// Bytes `copy_twice` copies to both destinations at a time.
 const TWICE_PIECE: usize = 16 * 1024;
