@@ -1210,3 +1210,58 @@ fn slot_alltoallv_with_mismatched_counts_fails() {
         }
     });
 }
+
+/// `MPI_Scatter` streamed through the slots (`coll::stream::scatter`),
+/// forced and as chosen by size: every rank gets its block whether the
+/// blocks are a line, a piece (`SLOT_DATA / (n - 1)`) or several pieces
+/// with a short last one, from the first or the last rank, in place at the
+/// root, and with the root's blocks out of order and apart
+/// (`scatter_uniform`); nothing past a block is written.
+#[test]
+fn scatter_streams_blocks_of_one_length() {
+    for algo in ["stream", "auto"] {
+        for n in [2, 3, 4, 8] {
+            let piece = 65536 / (n - 1) / 64 * 64;
+            world(n, &[("scatter", algo)], |r, eng, comm| {
+                for b in [0, 64, piece, piece + 4, 3 * piece + 20, 300_004] {
+                    for root in [0, n - 1] {
+                        let what = format!("{algo} n={n} block {b} root {root} rank {r}");
+                        let src: Vec<u8> = (0..n * b).map(|i| (i * 31 + root) as u8).collect();
+                        let send = (r == root).then_some(&src[..]);
+                        let mut out = vec![5u8; b + 64];
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::gather::scatter(c, send, b, Some(&mut out[..b]), root).unwrap();
+                        assert!(out[..b] == src[r * b..(r + 1) * b], "{what}");
+                        assert!(out[b..].iter().all(|&x| x == 5), "{what}: past the block");
+
+                        // In place at the root: its block stays.
+                        let mut keep = src.clone();
+                        let c = &mut Ctx::new(eng, comm);
+                        if r == root {
+                            coll::gather::scatter(c, Some(&keep), b, None, root).unwrap();
+                        } else {
+                            coll::gather::scatter(c, None, b, Some(&mut keep[..b]), root).unwrap();
+                            assert!(keep[..b] == src[r * b..(r + 1) * b], "{what}: in place");
+                        }
+
+                        // The root's blocks in reverse order, 64 bytes apart.
+                        let blocks: Vec<(usize, usize)> =
+                            (0..n).map(|p| ((n - 1 - p) * (b + 64), b)).collect();
+                        let far: Vec<u8> = (0..n * (b + 64)).map(|i| (i * 7) as u8).collect();
+                        let (send, layout) = if r == root {
+                            (Some(&far[..]), &blocks[..])
+                        } else {
+                            (None, &[][..])
+                        };
+                        let mut out = vec![0u8; b];
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::gather::scatter_uniform(c, send, layout, b, Some(&mut out), root)
+                            .unwrap();
+                        let at = blocks[r].0;
+                        assert!(out == far[at..at + b], "{what}: blocks apart");
+                    }
+                }
+            });
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Gather and scatter (and their v-variants): the root posts every
 //! message at once.
 
-use super::{back_to_back, copy_own, pull, select, send_blocks, slots, split_blocks, Ctx};
+use super::{back_to_back, copy_own, pull, select, send_blocks, slots, split_blocks, stream, Ctx};
 use crate::copy::copy;
 use crate::error::{Error, Result};
 
@@ -120,10 +120,35 @@ pub fn scatter(
     {
         return Ok(());
     }
+    if select::scatter_stream(c, len) {
+        let blocks = if send.is_some() {
+            blocks_of(c.size(), len)
+        } else {
+            Vec::new()
+        };
+        return stream::scatter(c, send, &blocks, len, recv, root);
+    }
     if select::slots(c, "scatter", true, true) {
         return slots::scatter(c, send, len, recv, root);
     }
     scatterv(c, send, &blocks_of(c.size(), len), recv, root)
+}
+
+/// `MPI_Scatter` where the root's blocks of `len` bytes lie anywhere in
+/// `send` (`blocks`, the root's layout; empty elsewhere): every rank
+/// chooses by `len` alike (`select::scatter_stream`), else as `scatterv`.
+pub fn scatter_uniform(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    blocks: &[(usize, usize)],
+    len: usize,
+    recv: Option<&mut [u8]>,
+    root: usize,
+) -> Result<()> {
+    if select::scatter_stream(c, len) {
+        return stream::scatter(c, send, blocks, len, recv, root);
+    }
+    scatterv(c, send, blocks, recv, root)
 }
 
 /// `n` blocks of `len` bytes, back to back from 0, for the message paths.

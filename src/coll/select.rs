@@ -12,7 +12,7 @@
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `pull` | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 32 KiB per rank; else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced |
+//! | gather, scatter | `direct`, `slots`, `pull` (scatter also `stream`) | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 32 KiB per rank; else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (`scatter_stream`) |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
@@ -79,7 +79,7 @@ const ALGORITHMS: &[(&str, &[&str])] = &[
     ("scan", &["chain"]),
     ("barrier", &["dissemination", "slots"]),
     ("gather", &["direct", "slots", "pull"]),
-    ("scatter", &["direct", "slots", "pull"]),
+    ("scatter", &["direct", "slots", "stream", "pull"]),
 ];
 
 /// Whether `name` is one of `coll`'s algorithms; any other forced name
@@ -601,6 +601,38 @@ pub fn alltoall_stream(c: &Ctx, block: usize) -> bool {
 /// 6.39 / 4.96, 64 KiB 11.8 / 9.85; 4 ranks on 2 cores 16 KiB 9.19 / 8.44,
 /// 32 KiB 17.3 / 13.4.
 const ALLTOALL_SLOTS: usize = 32 << 10;
+
+/// Whether an `MPI_Scatter` of `len` bytes per rank streams through the
+/// slots (`coll::stream::scatter`): forced, or where ranks outnumber cores
+/// and the root's blocks for the others (`(n - 1) * len`) overflow its slot
+/// but not `STREAM_SCATTER_UP_TO`. There each receiver otherwise reads its
+/// block in place (`SendKind::Rooted`), and every read waits for its
+/// reader's turn on a core. `-t`, alternated, medians, us, by bytes in
+/// total (`n * len`), in place / streamed: 3 ranks on 2 cores (2 rounds)
+/// 256 KiB 18.3 / 10.6, 1 MiB 65.6 / 45.3, 4 MiB 285 / 208, 16 MiB 2311 /
+/// 2744; 4 ranks (3 rounds) 64 KiB (slots) 2.04 / 2.65, 256 KiB 20.9 /
+/// 10.2, 1 MiB 73.4 / 49.7, 2 MiB 136 / 109, 4 MiB 352 / 301, 8 MiB 1379 /
+/// 1427, 16 MiB 3123 / 3274 (Open MPI at 512 KiB 41.0, 2 MiB 149); 8 ranks
+/// (3 rounds) 256 KiB 33.5 / 16.1, 1 MiB 108 / 82.9, 2 MiB 253 / 199, 4
+/// MiB 937 / 1000, 8 MiB 2773 / 3077 (Open MPI 256 KiB 37.7). 2 ranks on
+/// cores of their own (3 rounds) 1-16 MiB 1.05-1.12 times the message.
+pub fn scatter_stream(c: &Ctx, len: usize) -> bool {
+    let n = c.size();
+    if !c.has_slots() || n < 2 {
+        return false;
+    }
+    match c.forced("scatter") {
+        Some("stream") => true,
+        Some(name) if known("scatter", name) => false,
+        _ => {
+            let others = (n - 1).saturating_mul(len);
+            c.eng.crowded() && (SLOT_DATA..=STREAM_SCATTER_UP_TO).contains(&others)
+        }
+    }
+}
+
+/// Most bytes of the others' blocks that a root streams (`scatter_stream`).
+const STREAM_SCATTER_UP_TO: usize = 3 << 20;
 
 /// All-to-all choice (messages).
 pub fn alltoall(c: &Ctx) -> Alltoall {

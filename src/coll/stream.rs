@@ -565,6 +565,95 @@ pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
     Ok(())
 }
 
+/// Scatter of `len` bytes per rank (`MPI_Scatter`, whose one block length
+/// every rank knows) from the root's `send`, block `p` at `blocks[p]` (the
+/// root's layout; empty elsewhere): per chunk the root publishes a piece of
+/// every other rank's block (`SLOT_DATA / (n - 1)` bytes each, whole
+/// lines), and each receiver copies its own piece out; the root copies its
+/// own block's piece meanwhile, while it is in cache. `recv == None` at the
+/// root means in place.
+pub fn scatter(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    blocks: &[(usize, usize)],
+    len: usize,
+    recv: Option<&mut [u8]>,
+    root: usize,
+) -> Result<()> {
+    let (n, me) = (c.size(), c.rank());
+    if n < 2 {
+        return Err(Error::InvalidArg(
+            "streamed scatter needs two ranks or more".into(),
+        ));
+    }
+    let piece = SLOT_DATA / (n - 1) / 64 * 64;
+    let chunks = len.div_ceil(piece);
+    // Where receiver `p`'s piece lies in the root's slot.
+    let pos = |p: usize| (p + n - root - 1) % n * piece;
+    let span = |k: usize| (k * piece).min(len)..((k + 1) * piece).min(len);
+    let uncached = len >= p2p_uncached_from();
+    if me != root {
+        let out =
+            recv.ok_or_else(|| Error::InvalidArg("scatter without a receive buffer".into()))?;
+        super::check_len(out.len(), len)?;
+        if chunks == 0 {
+            return Ok(());
+        }
+        let first = slots::reserve(c, chunks as u64, n * len, 1)?;
+        for k in 0..chunks {
+            let call = first.nth(k as u64);
+            wait_flag(c, &call, root)?;
+            let dst = &mut out[span(k)];
+            let l = dst.len();
+            put_out(dst, part(c, &call, root, false, pos(me), l), uncached);
+            mark_done(c, &call, false);
+        }
+        return Ok(());
+    }
+    let send =
+        send.ok_or_else(|| Error::InvalidArg("scatter root without a send buffer".into()))?;
+    check_send_blocks(send.len(), blocks)?;
+    if blocks.len() != n || blocks.iter().any(|b| b.1 != len) {
+        return Err(Error::InvalidArg(
+            "streamed scatter needs a block of one length per rank".into(),
+        ));
+    }
+    let mut own = recv;
+    if let Some(d) = &own {
+        super::check_len(d.len(), len)?;
+    }
+    if chunks == 0 {
+        return Ok(());
+    }
+    let first = slots::reserve(c, chunks as u64, n * len, 1)?;
+    for k in 0..chunks {
+        let call = first.nth(k as u64);
+        let s = span(k);
+        let at = |p: usize| blocks[p].0 + s.start..blocks[p].0 + s.end;
+        let mut fill = Fill::new(c);
+        publish(
+            c,
+            &call,
+            (n - 2) * piece + s.len(),
+            false,
+            Place::Near,
+            |d| {
+                for p in (0..n).filter(|&p| p != root) {
+                    let q = pos(p);
+                    fill.copy(&mut d[q..q + s.len()], &send[at(p)]);
+                }
+                Ok(())
+            },
+        )?;
+        fill.done(c);
+        if let Some(d) = own.as_deref_mut() {
+            put_out(&mut d[s.clone()], &send[at(root)], uncached);
+        }
+    }
+    mark_done(c, &first.nth(chunks as u64 - 1), false);
+    Ok(())
+}
+
 /// Allgather(v): block `blocks[r]` of `recv` (or `send`) from every rank
 /// to every rank, each rank publishing its block in slot-sized pieces.
 /// With a separate send buffer, a rank publishes from it and copies each

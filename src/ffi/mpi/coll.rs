@@ -927,14 +927,15 @@ fn scatter_body(
         let k = (!v).then_some(recvcount.max(0) as usize);
         // SAFETY: checked non-null and sized by count and datatype.
         let recv = unsafe { ptr::bytes_mut(recvbuf, rbytes) };
+        // `MPI_Scatter`'s receivers choose by their block's length, as
+        // its root does (`coll::gather::scatter_uniform`).
         return rt.with_comm(comm, |eng, c| {
-            Ok(coll::gather::scatterv(
-                ctx!(eng, c, name, parts_sig(name, k, &rinfo, Some(root))),
-                None,
-                &[],
-                Some(recv),
-                root,
-            )?)
+            let c = ctx!(eng, c, name, parts_sig(name, k, &rinfo, Some(root)));
+            Ok(if v {
+                coll::gather::scatterv(c, None, &[], Some(recv), root)
+            } else {
+                coll::gather::scatter_uniform(c, None, &[], rbytes, Some(recv), root)
+            }?)
         });
     }
     let st = rt.type_info(sendtype)?;
@@ -952,13 +953,13 @@ fn scatter_body(
     let recv = (!in_place).then(|| unsafe { ptr::bytes_mut(recvbuf, rbytes) });
     let k = layout.uniform();
     rt.with_comm(comm, |eng, c| {
-        Ok(coll::gather::scatterv(
-            ctx!(eng, c, name, parts_sig(name, k, &st, Some(root))),
-            Some(send),
-            blocks,
-            recv,
-            root,
-        )?)
+        let c = ctx!(eng, c, name, parts_sig(name, k, &st, Some(root)));
+        Ok(if v {
+            coll::gather::scatterv(c, Some(send), blocks, recv, root)
+        } else {
+            let len = blocks.first().map_or(0, |b| b.1);
+            coll::gather::scatter_uniform(c, Some(send), blocks, len, recv, root)
+        }?)
     })
 }
 

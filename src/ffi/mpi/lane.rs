@@ -263,7 +263,7 @@ pub fn scatter(
         // SAFETY: non-null, rcount elements of rtype (MPI contract).
         let r = unsafe { ptr::bytes_mut(recv, len) };
         if l.rank() != root {
-            return l.run(|c| coll::gather::scatterv(c, None, &[], Some(r), root));
+            return l.run(|c| coll::gather::scatter(c, None, len, Some(r), root));
         }
         let total = l.root_span(recv, send, len, (rcount, rtype) == (scount, stype))?;
         // SAFETY: non-null, a block per rank (MPI contract), apart from `r`.
