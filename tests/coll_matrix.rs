@@ -1265,3 +1265,73 @@ fn scatter_streams_blocks_of_one_length() {
         }
     }
 }
+
+/// `MPI_Gather` streamed through the slots (`coll::stream::gather`),
+/// forced and as chosen by size: the root gets every block whether it is
+/// a line, a slot or several slots with a short last chunk, at either
+/// end's root, in place at the root, and with the root's blocks out of
+/// order and apart (`gatherv_uniform`); nothing past the blocks is
+/// written.
+#[test]
+fn gather_streams_blocks_of_one_length() {
+    for algo in ["stream", "auto"] {
+        for n in [2, 3, 4, 8] {
+            world(n, &[("gather", algo)], |r, eng, comm| {
+                for b in [0, 64, 40_000, 65_536, 200_004] {
+                    for root in [0, n - 1] {
+                        let what = format!("{algo} n={n} block {b} root {root} rank {r}");
+                        let mine: Vec<u8> = (0..b).map(|i| (i * 31 + r * 7 + root) as u8).collect();
+                        let want: Vec<u8> = (0..n)
+                            .flat_map(|p| (0..b).map(move |i| (i * 31 + p * 7 + root) as u8))
+                            .collect();
+                        let mut all = vec![5u8; n * b + 64];
+                        let out = (r == root).then_some(&mut all[..n * b]);
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::gather::gather(c, Some(&mine), out, b, root).unwrap();
+                        if r == root {
+                            assert!(all[..n * b] == want[..], "{what}");
+                            assert!(all[n * b..].iter().all(|&x| x == 5), "{what}: past");
+                        }
+
+                        // In place at the root: its block is already there.
+                        let mut all = vec![0u8; n * b];
+                        let c = &mut Ctx::new(eng, comm);
+                        if r == root {
+                            all[r * b..(r + 1) * b].copy_from_slice(&mine);
+                            coll::gather::gather(c, None, Some(&mut all), b, root).unwrap();
+                            assert!(all == want, "{what}: in place");
+                        } else {
+                            coll::gather::gather(c, Some(&mine), None, b, root).unwrap();
+                        }
+
+                        // The root's blocks in reverse order, 64 bytes apart.
+                        let blocks: Vec<(usize, usize)> =
+                            (0..n).map(|p| ((n - 1 - p) * (b + 64), b)).collect();
+                        let mut far = vec![9u8; n * (b + 64)];
+                        let (out, layout) = if r == root {
+                            (Some(&mut far[..]), &blocks[..])
+                        } else {
+                            (None, &[][..])
+                        };
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::gather::gatherv_uniform(c, Some(&mine), out, layout, b, root)
+                            .unwrap();
+                        if r == root {
+                            for p in 0..n {
+                                let at = blocks[p].0;
+                                assert!(
+                                    far[at..at + b] == want[p * b..(p + 1) * b],
+                                    "{what}: apart"
+                                );
+                                assert!(
+                                    far[at + b..at + b + 64].iter().all(|&x| x == 9),
+                                    "{what}: gap"
+                                );
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    }
+}

@@ -63,13 +63,39 @@ pub fn gatherv_uniform(
     len: usize,
     root: usize,
 ) -> Result<()> {
+    if large(c, send, recv.as_deref_mut(), blocks, len, root)? {
+        return Ok(());
+    }
+    gatherv(c, send, recv, blocks, root)
+}
+
+/// The ways of a large `MPI_Gather`, chosen by `len` alike on every rank
+/// (`select::gather_stream`): streamed where ranks outnumber cores, else
+/// pulled where `select::pull` says, else streamed from the same size.
+/// Whether one of them took the call. `blocks`: the root's layout.
+fn large(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    blocks: &[(usize, usize)],
+    len: usize,
+    root: usize,
+) -> Result<bool> {
+    if select::gather_stream(c, len, true) {
+        stream::gather(c, send, len, recv, blocks, root)?;
+        return Ok(true);
+    }
     if select::pull(c, "gather", len, select::pull_gather)?
         && pull::fits(c.size())
         && pull::gatherv(c, send, recv.as_deref_mut(), blocks, root)?
     {
-        return Ok(());
+        return Ok(true);
     }
-    gatherv(c, send, recv, blocks, root)
+    if select::gather_stream(c, len, false) {
+        stream::gather(c, send, len, recv, blocks, root)?;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 /// `gatherv` with `len` bytes per rank, back to back in the root's `recv`
@@ -81,13 +107,13 @@ pub fn gather(
     len: usize,
     root: usize,
 ) -> Result<()> {
-    if select::pull(c, "gather", len, select::pull_gather)?
-        && pull::fits(c.size())
-        && pull::gatherv(
+    if select::gather_large(c, len)
+        && large(
             c,
             send,
             recv.as_deref_mut(),
             &blocks_of(c.size(), len),
+            len,
             root,
         )?
     {

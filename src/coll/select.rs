@@ -12,7 +12,7 @@
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `pull` (scatter also `stream`) | gather (one length everywhere): pull (every rank writes its block into the root's buffer; where ranks outnumber cores, the root reads those of its own core) from 32 KiB per rank; else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (`scatter_stream`) |
+//! | gather, scatter | `direct`, `slots`, `stream`, `pull` | gather (one length everywhere): from 32 KiB per rank, stream where ranks outnumber cores, else pull (every rank writes its block into the root's buffer), timed against the stream (`gather_stream`); else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (`scatter_stream`) |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
@@ -78,7 +78,7 @@ const ALGORITHMS: &[(&str, &[&str])] = &[
     ),
     ("scan", &["chain"]),
     ("barrier", &["dissemination", "slots"]),
-    ("gather", &["direct", "slots", "pull"]),
+    ("gather", &["direct", "slots", "stream", "pull"]),
     ("scatter", &["direct", "slots", "stream", "pull"]),
 ];
 
@@ -631,6 +631,39 @@ pub fn scatter_stream(c: &Ctx, len: usize) -> bool {
     }
 }
 
+/// Whether an `MPI_Gather` of `len` bytes per rank may take one of its
+/// large ways (streamed or pulled, `coll::gather`): from `pull_gather`'s
+/// size, or whenever an algorithm is forced.
+pub fn gather_large(c: &Ctx, len: usize) -> bool {
+    pull_gather(len, false) || c.forced("gather").is_some()
+}
+
+/// Whether an `MPI_Gather` of `len` bytes per rank streams through the
+/// slots (`coll::stream::gather`), asked `first` before the pull and again
+/// after it declined: first where forced, or where ranks outnumber cores
+/// from `pull_gather`'s size (there the pull is not timed, `pull`); after,
+/// from that size, where the pull (timed against it) declined. Each rank
+/// publishes its block in slot-sized chunks and the root copies them out;
+/// pulled, every rank writes its block into the root's buffer in its turn
+/// on a core. `-t`, alternated, near, medians, us, by bytes in total,
+/// pulled (slots below 32 KiB per rank) / streamed: 4 ranks on 2 cores (3
+/// rounds) 64 KiB 2.93 / 1.88, 256 KiB 18.2 / 6.31, 1 MiB 47.6 / 28.4, 4
+/// MiB 177 / 129, 16 MiB 1026 / 834; 3 ranks (2 rounds) 256 KiB 13.6 /
+/// 6.79, 1 MiB 43.0 / 30.1, 16 MiB 1126 / 931; 8 ranks (2 rounds) 256 KiB
+/// 33.1 / 7.97, 1 MiB 67.7 / 32.4, 16 MiB 1239 / 1155; 2 ranks on cores of
+/// their own (3 rounds) 64 KiB 3.80 / 1.13, 1 MiB 23.0 / 23.7, 4 MiB 99.9
+/// / 98.0, 16 MiB 1137 / 570.
+pub fn gather_stream(c: &Ctx, len: usize, first: bool) -> bool {
+    if !c.has_slots() || c.size() < 2 {
+        return false;
+    }
+    match c.forced("gather") {
+        Some("stream") => first,
+        Some(name) if known("gather", name) => false,
+        _ => pull_gather(len, false) && c.eng.crowded() == first,
+    }
+}
+
 /// Most bytes of the others' blocks that a root streams (`scatter_stream`).
 const STREAM_SCATTER_UP_TO: usize = 3 << 20;
 
@@ -651,7 +684,8 @@ mod tests {
         assert!(known("bcast", "slots"));
         assert!(known("allreduce", "slices"));
         assert!(known("alltoall", "stream"));
-        assert!(!known("gather", "stream"));
+        assert!(known("gather", "stream"));
+        assert!(!known("gather", "ring"));
         assert!(!known("barrier", "auto"));
         assert!(!known("allreduce", "Ring"));
         assert!(!known("nonesuch", "slots"));

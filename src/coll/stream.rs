@@ -17,7 +17,9 @@
 // read here passes `far` false.
 use super::fill::Fill;
 use super::slots::{self, mark_done, part, publish, publish_quiet, wait_flag, Call, Place, WINDOW};
-use super::{check_send_blocks, even_blocks, put_out, split_blocks, Ctx, Reducer};
+use super::{
+    check_recv_blocks, check_send_blocks, even_blocks, put_out, split_blocks, Ctx, Reducer,
+};
 use crate::copy::{coll_uncached_from, copy, copy_uncached, llc_bytes, p2p_uncached_from};
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
@@ -651,6 +653,78 @@ pub fn scatter(
         }
     }
     mark_done(c, &first.nth(chunks as u64 - 1), false);
+    Ok(())
+}
+
+/// Gather of `len` bytes per rank (`MPI_Gather`, whose one block length
+/// every rank knows) into the root's `recv`, block `p` at `blocks[p]` (the
+/// root's layout; empty elsewhere): every other rank publishes its block
+/// in slot-sized chunks, and the root copies chunk k of each into place,
+/// and its own piece from `send` (`None`: in place).
+pub fn gather(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    len: usize,
+    recv: Option<&mut [u8]>,
+    blocks: &[(usize, usize)],
+    root: usize,
+) -> Result<()> {
+    let (n, me) = (c.size(), c.rank());
+    let chunks = len.div_ceil(SLOT_DATA);
+    let span = |k: usize| k * SLOT_DATA..len.min((k + 1) * SLOT_DATA);
+    if me != root {
+        let input = send.ok_or_else(|| Error::InvalidArg("gather without a send buffer".into()))?;
+        super::check_len(input.len(), len)?;
+        if chunks == 0 {
+            return Ok(());
+        }
+        let first = slots::reserve(c, chunks as u64, n * len, n - 1)?;
+        for k in 0..chunks {
+            let call = first.nth(k as u64);
+            let piece = &input[span(k)];
+            let mut fill = Fill::new(c);
+            publish_quiet(c, &call, piece.len(), false, Place::Near, |d| {
+                fill.copy(d, piece);
+                Ok(())
+            })?;
+            fill.done(c);
+            mark_done(c, &call, false);
+        }
+        return Ok(());
+    }
+    let out =
+        recv.ok_or_else(|| Error::InvalidArg("gather root without a receive buffer".into()))?;
+    check_recv_blocks(out.len(), blocks)?;
+    if blocks.len() != n || blocks.iter().any(|b| b.1 != len) {
+        return Err(Error::InvalidArg(
+            "streamed gather needs a block of one length per rank".into(),
+        ));
+    }
+    if let Some(s) = send {
+        super::check_len(s.len(), len)?;
+    }
+    if chunks == 0 {
+        return Ok(());
+    }
+    let first = slots::reserve(c, chunks as u64, n * len, n - 1)?;
+    let uncached = len >= p2p_uncached_from();
+    for k in 0..chunks {
+        let call = first.nth(k as u64);
+        let sp = span(k);
+        let at = |p: usize| blocks[p].0 + sp.start..blocks[p].0 + sp.end;
+        for p in (0..n).filter(|&p| p != root) {
+            wait_flag(c, &call, p)?;
+            put_out(
+                &mut out[at(p)],
+                part(c, &call, p, false, 0, sp.len()),
+                uncached,
+            );
+        }
+        if let Some(s) = send {
+            put_out(&mut out[at(root)], &s[sp.clone()], uncached);
+        }
+        mark_done(c, &call, true);
+    }
     Ok(())
 }
 
