@@ -640,9 +640,11 @@ pub fn gather_large(c: &Ctx, len: usize) -> bool {
 
 /// Whether an `MPI_Gather` of `len` bytes per rank streams through the
 /// slots (`coll::stream::gather`), asked `first` before the pull and again
-/// after it declined: first where forced, or where ranks outnumber cores
-/// from `pull_gather`'s size (there the pull is not timed, `pull`); after,
-/// from that size, where the pull (timed against it) declined. Each rank
+/// after it declined: first where forced, or from `pull_gather`'s size
+/// where the pull would not be timed (`pull`: where ranks outnumber cores,
+/// and below `tune::TUNED_FROM`); after, where the pull, timed against it,
+/// declined. 2 ranks below `TUNED_FROM`, pulled / streamed: far (4 rounds)
+/// 64 KiB 3.94 / 1.73, 128 KiB 6.17 / 2.98; near 64 KiB 3.80 / 1.13. Each rank
 /// publishes its block in slot-sized chunks and the root copies them out;
 /// pulled, every rank writes its block into the root's buffer in its turn
 /// on a core. `-t`, alternated, near, medians, us, by bytes in total,
@@ -660,7 +662,11 @@ pub fn gather_stream(c: &Ctx, len: usize, first: bool) -> bool {
     match c.forced("gather") {
         Some("stream") => first,
         Some(name) if known("gather", name) => false,
-        _ => pull_gather(len, false) && c.eng.crowded() == first,
+        _ => {
+            // The pull is timed only from `TUNED_FROM` (`pull`).
+            let untimed = c.eng.crowded() || len < tune::TUNED_FROM;
+            pull_gather(len, false) && untimed == first
+        }
     }
 }
 
