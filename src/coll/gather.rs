@@ -70,8 +70,9 @@ pub fn gatherv_uniform(
 }
 
 /// The ways of a large `MPI_Gather`, chosen by `len` alike on every rank
-/// (`select::gather_stream`): streamed where ranks outnumber cores, else
-/// pulled where `select::pull` says, else streamed from the same size.
+/// (`select::gather_stream`): streamed where the pull would go untimed
+/// (ranks outnumbering cores, or below `tune::TUNED_FROM`), else pulled
+/// where `select::pull` says, else streamed.
 /// Whether one of them took the call. `blocks`: the root's layout.
 fn large(
     c: &mut Ctx,

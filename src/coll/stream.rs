@@ -140,6 +140,23 @@ fn wait_peers(c: &mut Ctx, call: &Call) -> Result<()> {
     Ok(())
 }
 
+/// A rank that only writes in a rooted collective (reduce, gather):
+/// publishes `input` in chunks of `chunk` bytes, one call each from
+/// `first`, and is done with each call once it is published.
+fn publish_chunks(c: &mut Ctx, first: &Call, input: &[u8], chunk: usize) -> Result<()> {
+    for (k, piece) in input.chunks(chunk).enumerate() {
+        let call = first.nth(k as u64);
+        let mut fill = Fill::new(c);
+        publish_quiet(c, &call, piece.len(), false, Place::Near, |d| {
+            fill.copy(d, piece);
+            Ok(())
+        })?;
+        fill.done(c);
+        mark_done(c, &call, false);
+    }
+    Ok(())
+}
+
 /// Runs the chunks of a one-call-per-chunk collective: `put` publishes
 /// chunk k (`AHEAD_ONE` chunks before it is needed), then `each` handles
 /// it; both get the receive buffer.
@@ -372,18 +389,7 @@ pub fn reduce(
     let span = |k: usize| k * chunk..len.min((k + 1) * chunk);
     if me != root {
         let input = send.ok_or_else(|| Error::InvalidArg("reduce without a buffer".into()))?;
-        for k in 0..chunks {
-            let call = first.nth(k as u64);
-            let piece = &input[span(k)];
-            let mut fill = Fill::new(c);
-            publish_quiet(c, &call, piece.len(), false, Place::Near, |d| {
-                fill.copy(d, piece);
-                Ok(())
-            })?;
-            fill.done(c);
-            mark_done(c, &call, false);
-        }
-        return Ok(());
+        return publish_chunks(c, &first, input, chunk);
     }
     let out =
         out.ok_or_else(|| Error::InvalidArg("reduce root without a receive buffer".into()))?;
@@ -679,18 +685,7 @@ pub fn gather(
             return Ok(());
         }
         let first = slots::reserve(c, chunks as u64, n * len, n - 1)?;
-        for k in 0..chunks {
-            let call = first.nth(k as u64);
-            let piece = &input[span(k)];
-            let mut fill = Fill::new(c);
-            publish_quiet(c, &call, piece.len(), false, Place::Near, |d| {
-                fill.copy(d, piece);
-                Ok(())
-            })?;
-            fill.done(c);
-            mark_done(c, &call, false);
-        }
-        return Ok(());
+        return publish_chunks(c, &first, input, SLOT_DATA);
     }
     let out =
         recv.ok_or_else(|| Error::InvalidArg("gather root without a receive buffer".into()))?;
