@@ -453,10 +453,11 @@ pub enum SendKind {
     /// memory read in place or streamed (`Engine::reads_in_place`): a
     /// collective's messages, whose algorithms were chosen so.
     Plain,
-    /// A program's own send (`MPI_Send`, `MPI_Isend` and the like): as
-    /// `Plain`, but where ranks outnumber cores and every other rank of the
-    /// host waits in a collective, by `rndv_default` as where ranks have
-    /// cores of their own (`Engine::lone_pair`).
+    /// A program's own send (`MPI_Send`, `MPI_Isend` and the like): by its
+    /// size as `Plain` (but where ranks outnumber cores and every other
+    /// rank of the host waits in a collective, by `rndv_default` as where
+    /// ranks have cores of their own, `Engine::lone_pair`), and once
+    /// announced always streamed (`Engine::reads_in_place`).
     Program,
     /// Its caller waits for a receive in the same call (`MPI_Sendrecv`):
     /// where ranks outnumber cores it leaves eagerly below
@@ -1123,13 +1124,32 @@ impl Engine {
     /// Whether an announced send of `kind` to `dst` over shared memory,
     /// where reads work, offers its data to be read in place
     /// (`FrameKind::Pull`) instead of streaming through the ring once its
-    /// receive is posted (`FrameKind::Rts`). Where ranks outnumber cores
-    /// every one does: a read needs no sender to run. Where the two have
-    /// cores of their own only a root's messages to several ranks do
-    /// (`SendKind::Rooted`: each receiver reads its own at once, while the
-    /// root goes on); the others stream, both cores copying, each from
-    /// lines the other has just handed over (and past the cache while the
-    /// host runs the two far apart, `write_watched`). AMD EPYC (Zen 5, 2
+    /// receive is posted (`FrameKind::Rts`). A root's messages to several
+    /// ranks do (`SendKind::Rooted`: each receiver reads its own at once,
+    /// while the root goes on), and where ranks outnumber cores a
+    /// collective's (`Plain`, `Lone`): a read needs no sender to run. A
+    /// program's own (`Program`, `Paired`) stream wherever they are
+    /// announced: where ranks outnumber cores too, the sender copies its
+    /// freshly written lines from its own cache while the receiver, on the
+    /// other core, takes each chunk it hands over; read in place, each line
+    /// crossed from the sender's cache at the kernel's pace. `-t`,
+    /// alternated, medians, us, read in place / streamed (Open MPI in the
+    /// same rounds): 4 ranks on 2 cores, far (3 rounds), halo 32 KiB 32.9 /
+    /// 20.3 (35.1), 128 KiB 90.5 / 42.6 (108), 512 KiB 321 / 138 (423), 2
+    /// MiB 1245 / 546 (1573), 8 MiB 5890 / 2936 (6524); sendrecv 2 MiB 987
+    /// / 292 (650), 8 MiB 4107 / 1633 (3057) (below 2 MiB eager either way,
+    /// `CROWDED_PAIRED_RNDV`); pingpong 8 MiB 386 / 348 (932); 3 ranks, far
+    /// (3 rounds), halo 128 KiB 111 / 30.3 (109), 2 MiB 1605 / 477 (1655);
+    /// sendrecv 2 MiB 652 / 249 (648), 8 MiB 2975 / 1246 (3508); 8 ranks,
+    /// near (3 rounds), halo 32 KiB 41.6 / 23.6 (39.9), 512 KiB 313 / 227
+    /// (312), 8 MiB 9763 / 8738 (9461); sendrecv 2 MiB 965 / 712 (904), 8
+    /// MiB 5935 / 4825 (5599); smaller messages (eager) alike. A message
+    /// read in place still needs no sender in the call; a streamed one
+    /// needs both, as where ranks have cores of their own. Where the two
+    /// have cores of their own a collective's stream too, both cores
+    /// copying, each from lines the other has just handed over (and past
+    /// the cache while the host runs the two far apart, `write_watched`).
+    /// AMD EPYC (Zen 5, 2
     /// vCPUs), `-t`, 2 ranks, alternated, medians of 4 rounds near / 6 far
     /// (a cache line's round trip 100-130 / over 500 ns), us, read in place
     /// / streamed: near pingpong 1 MiB 50.2 / 27.2, 4 MiB 175 / 112, 16 MiB
@@ -1145,7 +1165,11 @@ impl Engine {
     /// reads won above, pingpong 4 MiB 386 against 555. The ring's copies
     /// have since gone whole from 32 KiB on this CPU, `copy::whole_from`.)
     fn reads_in_place(&self, dst: usize, kind: SendKind) -> bool {
-        kind == SendKind::Rooted || !self.cores_of_their_own(dst)
+        match kind {
+            SendKind::Rooted => true,
+            SendKind::Program | SendKind::Paired => false,
+            SendKind::Plain | SendKind::Lone => !self.cores_of_their_own(dst),
+        }
     }
 
     /// Whether this rank and `peer` run on cores of their own: ranks do not
@@ -3096,9 +3120,10 @@ mod tests {
 
     /// Where ranks have cores of their own, every announced send but a
     /// root's to several ranks (`SendKind::Rooted`) streams through the
-    /// ring (`Rts`); where ranks outnumber cores every announced one is read
-    /// in place (`Pull`), and a paired one leaves eagerly below
-    /// `CROWDED_PAIRED_RNDV`. Fails if any announces itself otherwise.
+    /// ring (`Rts`); where ranks outnumber cores a collective's announced
+    /// ones are read in place (`Pull`), a program's still stream, and a
+    /// paired one leaves eagerly below `CROWDED_PAIRED_RNDV`. Fails if any
+    /// announces itself otherwise.
     #[test]
     fn announced_sends_stream_where_ranks_have_cores_of_their_own() {
         if !default_rendezvous() {
@@ -3122,14 +3147,18 @@ mod tests {
             } else {
                 FrameKind::Rts
             };
-            let paired_mid = if crowded { FrameKind::Eager } else { way };
+            let paired_mid = if crowded {
+                FrameKind::Eager
+            } else {
+                FrameKind::Rts
+            };
             for (data, kind, want) in [
-                (&mid, SendKind::Program, way),
+                (&mid, SendKind::Program, FrameKind::Rts),
                 (&mid, SendKind::Paired, paired_mid),
                 (&mid, SendKind::Plain, way),
                 (&mid, SendKind::Rooted, FrameKind::Pull),
-                (&big, SendKind::Program, way),
-                (&big, SendKind::Paired, way),
+                (&big, SendKind::Program, FrameKind::Rts),
+                (&big, SendKind::Paired, FrameKind::Rts),
                 (&big, SendKind::Plain, way),
                 (&big, SendKind::Lone, way),
                 (&big, SendKind::Rooted, FrameKind::Pull),
