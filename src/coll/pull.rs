@@ -268,8 +268,7 @@ pub fn alltoall(
 
 /// Broadcast of the root's `buf`. With `share`, every other rank offers
 /// its buffer too, and the root writes the back `1/n` of the vector into
-/// each while they read the rest, so every core copies (as a shared
-/// point-to-point message does, `Engine`'s `SHARE_FROM`).
+/// each while they read the rest, so every core copies.
 pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize, share: bool) -> Result<bool> {
     let (n, len) = (c.size(), buf.len());
     // Bytes every other rank reads; the root writes the rest, from a page

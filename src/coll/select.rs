@@ -190,7 +190,7 @@ fn tuned(c: &mut Ctx, coll: &'static str, bytes: usize) -> Result<bool> {
 // MPICH). Scatter never pulls by itself: its parts too large for a slot
 // go as messages, which the receiver reads in the sender's memory anyway
 // (or, where the two have cores of their own, takes through the ring,
-// `Engine::reads_in_place`, which was faster still).
+// `comm::engine`'s `reads_in_place`, which was faster still).
 // Nor do the v-variants, whose sizes only the root knows. Figures from
 // inputs that never changed, where the reader's core kept their lines
 // from the last call and reads in place won from 16-32 KiB, are in the
@@ -535,7 +535,7 @@ pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce
 /// us, messages read in place / through the rings / streamed: far 2 MiB
 /// 177 / 196 / 211, 8 MiB 681 / 1053 / 902, 32 MiB 3927 / 5592 / 4287;
 /// near, through the rings 0.62 and 0.83 of read in place at 2 and 8 MiB.
-/// The messages now go through the rings (`Engine::reads_in_place`),
+/// The messages now go through the rings (`comm::engine`'s `reads_in_place`),
 /// which since won far too: 4 MiB 352 / 191 read in place / through them.
 pub fn allgather(c: &mut Ctx, total: usize) -> Result<Allgather> {
     Ok(match c.forced("allgather") {

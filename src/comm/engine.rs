@@ -9,7 +9,7 @@ use crate::copy::p2p_uncached_from;
 use crate::error::{Error, Result};
 use crate::param;
 use crate::param::params;
-use crate::transport::frame::{Frame, FrameKind, FRAME_BYTES, PULL_ALONE};
+use crate::transport::frame::{Frame, FrameKind, AUX_MAX, FRAME_BYTES};
 use crate::transport::shm::cma;
 use crate::transport::shm::far::{Watch, TIMED_FROM};
 use crate::transport::shm::ring::CHUNK as RING_CHUNK;
@@ -394,40 +394,19 @@ const PULL_RNDV: usize = 128 * 1024;
 /// `PULL_RNDV` where ranks outnumber cores, for sends other than paired
 /// ones (`CROWDED_PAIRED_RNDV`): a read in place waits for the receiver to
 /// get a core, but a halo's messages through the ring wait for the
-/// receiver to empty it. 4 ranks on 2 cores, `-t`, alternated, medians of
-/// 3, us, pulled from 8 KiB / from 64 KiB / from 128 KiB (Open MPI): halo
+/// receiver to empty it. (Measured while announced sends were read in
+/// place there; they now stream, `reads_in_place`.) 4 ranks on 2 cores,
+/// `-t`, alternated, medians of 3, us, pulled from 8 KiB / from 64 KiB / from 128 KiB (Open MPI): halo
 /// 8 KiB 17.3 / 12.6 / 13.0 (14.4), 16 KiB 23.3 / 23.5 / 23.5 (20.8), 32
 /// KiB 34.2 / 40.7 / 40.4 (33.2), 64 KiB 55.5 / 56.2 / 73.0 (58.0);
 /// pingpong 8 KiB 3.63 / 2.38 / 2.36 (4.01), 32 KiB 9.62 / 5.85 / 5.62
 /// (9.67), 64 KiB 17.8 / 17.8 / 11.1 (16.0).
 const CROWDED_PULL_RNDV: usize = 32 * 1024;
-/// Messages from this size that the receive holds whole are shared: the
-/// receiver reads the front half while the sender writes the back half
-/// (`FrameKind::Share`), so both cores copy, as through the ring, but once.
-/// Alternated 2-rank runs, us, read whole / shared (Open MPI): pingpong
-/// 1 MiB 49.0 / 28.8 (49.6), 4 MiB 391 / 195 (352), 16 MiB 1664 / 796
-/// (1540); sendrecv and halo, where both cores copy anyway, alike from
-/// 1 MiB. Shared from 128 KiB, pingpong 512 KiB took 12.2 against 17.3,
-/// but sendrecv 19.7 against 18.3 and halo 256 KiB 22.0 against 19.7.
-/// Not where ranks outnumber cores, where the sender may wait for a core:
-/// 4 ranks on 2 cores, alternated, us, read whole / shared: sendrecv 1 MiB
-/// 231-241 / 268-270, 4 MiB 965-989 / 1215-1236, halo 4 MiB 1830-1840 /
-/// 2370-2536, though pingpong (two ranks idle) 4 MiB 340 / 203-210 and
-/// 16 MiB 1483-1637 / 857-879 (Open MPI 361, 1498); sharing only while
-/// every other rank read as paused lost alike. (Those were read in place
-/// where the two had cores of their own; now they stream there,
-/// `Engine::reads_in_place`, and a share comes only where the sender saw
-/// ranks outnumber cores but its receiver then finds the two alone,
-/// `Engine::lone_pair`.)
-const SHARE_FROM: usize = 1 << 20;
 /// Reads of at least this many bytes (about 90 us) may move to an idle
 /// core first (`Engine::borrow_idle_core`). From 256 KiB, those of 256 KiB
 /// lost: 4 ranks on 2 cores, medians of 8, us, staying / moving: sendrecv
 /// 25.3 / 37.0, halo 54.3 / 110.
 const BORROW_FROM: usize = 1 << 20;
-/// Bytes a receiver reads before it asks for a share: a refusal then
-/// comes before the sender has written anything.
-const SHARE_PROBE: usize = 64 * 1024;
 
 /// Reads `[from, to)` of a message at `addr` of process `pid` into the same
 /// range of `buf`.
@@ -449,26 +428,25 @@ fn read_part(
 /// How a send chooses between leaving eagerly and waiting for its receive.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum SendKind {
-    /// By its size (`Engine::rndv_min`), and once announced over shared
-    /// memory read in place or streamed (`Engine::reads_in_place`): a
-    /// collective's messages, whose algorithms were chosen so.
+    /// By its size (`Engine::rndv_min`), and once announced streamed
+    /// through the ring (`reads_in_place`): a collective's messages.
     Plain,
-    /// A program's own send (`MPI_Send`, `MPI_Isend` and the like): by its
-    /// size as `Plain` (but where ranks outnumber cores and every other
-    /// rank of the host waits in a collective, by `rndv_default` as where
-    /// ranks have cores of their own, `Engine::lone_pair`), and once
-    /// announced always streamed (`Engine::reads_in_place`).
+    /// A program's own send (`MPI_Send`, `MPI_Isend` and the like): as
+    /// `Plain`, but where ranks outnumber cores and every other rank of the
+    /// host waits in a collective, by `rndv_default` as where ranks have
+    /// cores of their own (`Engine::lone_pair`).
     Program,
     /// Its caller waits for a receive in the same call (`MPI_Sendrecv`):
     /// where ranks outnumber cores it leaves eagerly below
     /// `CROWDED_PAIRED_RNDV`; elsewhere as `Program`.
     Paired,
-    /// Announced whatever its size over shared memory: a root sending to
-    /// several ranks (`Ctx::send_announced`).
+    /// Announced whatever its size over shared memory, and read in place
+    /// where reads work (`reads_in_place`): a root sending to several ranks
+    /// (`Ctx::send_announced`).
     Rooted,
     /// A root's message to its one receiver, which has a core of its own
     /// (`coll::slots::scatter_kind`): eager below `LONE_EAGER`, else
-    /// through the ring's rendezvous (`Engine::reads_in_place`).
+    /// through the ring's rendezvous.
     Lone,
 }
 
@@ -480,16 +458,17 @@ pub enum SendKind {
 /// eager (Open MPI): 128 KiB 38.4 / 24.2 (42.3), 256 KiB 76.9 / 46.1
 /// (80.2), 512 KiB 167 / 110 (174), 768 KiB 206 / 195 (240), 1 MiB 244 /
 /// 292 (303). Larger ones now stream through the ring's rendezvous
-/// instead (`Engine::reads_in_place`), about as fast as eager (2 MiB
+/// instead (`reads_in_place`), about as fast as eager (2 MiB
 /// blocks 128 / 112 near, 156 / 147 far), and a receiver that comes late
 /// buffers none of them.
 const LONE_EAGER: usize = 768 * 1024;
 
 /// Where reads work and ranks outnumber cores, a `SendKind::Paired` send
-/// leaves eagerly below this size, though others are read in place from
+/// leaves eagerly below this size, though others are announced from
 /// `CROWDED_PULL_RNDV`. An eager send completes once the ring takes it,
-/// and the call then waits only for its own receive; a pulled one waits
-/// for its receiver to get a core. 4 ranks on 2 cores, `-t`, alternated,
+/// and the call then waits only for its own receive; an announced one
+/// waits for its receiver to get a core. (Measured while announced sends
+/// were read in place there; they now stream, `reads_in_place`.) 4 ranks on 2 cores, `-t`, alternated,
 /// medians of 3, us, pulled from 8 KiB / from 64 KiB / from 128 KiB (Open
 /// MPI): sendrecv 32 KiB 28.0 / 15.5 / 15.3 (17.8), 64 KiB 43.3 / 43.2 /
 /// 30.5 (29.3), 128 KiB 75.4 / 73.5 / 73.5 (51.0). Pulled from 128 KiB /
@@ -513,6 +492,51 @@ fn rndv_default(pull: bool, crowded: bool) -> usize {
         (true, true) => CROWDED_PULL_RNDV,
         (false, _) => RING_RNDV,
     })
+}
+
+/// Whether an announced send of `kind` over shared memory, where reads
+/// work, offers its data to be read in place (`FrameKind::Pull`) instead of
+/// streaming through the ring once its receive is posted
+/// (`FrameKind::Rts`): only a root's messages to several ranks
+/// (`SendKind::Rooted`), each of which its receiver reads at once while
+/// the root goes on. Every other message streams, wherever ranks run: the
+/// sender copies its freshly written lines from its own cache while the
+/// receiver on the other core takes each chunk it hands over, where read in
+/// place each line crossed from the sender's core at the kernel's pace.
+/// Where ranks outnumber cores every announced message had been read in
+/// place, since a read needs no sender to run; on this AMD EPYC guest (Zen
+/// 5, 2 vCPUs) streaming won everywhere. `-t`, alternated, medians, us,
+/// read in place / streamed (Open MPI in the same rounds): 4 ranks on 2
+/// cores, far (3 rounds), halo 32 KiB 32.9 / 20.3 (35.1), 128 KiB 90.5 /
+/// 42.6 (108), 512 KiB 321 / 138 (423), 2 MiB 1245 / 546 (1573), 8 MiB 5890
+/// / 2936 (6524); sendrecv 2 MiB 987 / 292 (650), 8 MiB 4107 / 1633 (3057)
+/// (below 2 MiB eager either way, `CROWDED_PAIRED_RNDV`); pingpong 8 MiB 386
+/// / 348 (932); `MPI_Alltoallv` of uneven blocks (each of 1-1.25 times the
+/// size), by the smallest block, 64 KiB 133 / 63.8 (110), 256 KiB 418 /
+/// 160 (346), 1 MiB 1491 / 650 (1254), 4 MiB 6913 / 3840 (5934);
+/// `MPI_Gatherv` alike, 64 KiB 46.2 / 27.7 (37.9), 1 MiB 509 / 271 (446),
+/// 4 MiB 3204 / 1833 (3245); 3 ranks, far, halo 128 KiB 111 / 30.3 (109), 2
+/// MiB 1605 / 477 (1655); sendrecv 2 MiB 652 / 249 (648), 8 MiB 2975 / 1246
+/// (3508); 8 ranks, near, halo 32 KiB 41.6 / 23.6 (39.9), 512 KiB 313 / 227
+/// (312), 8 MiB 9763 / 8738 (9461), sendrecv 2 MiB 965 / 712 (904), 8 MiB
+/// 5935 / 4825 (5599); smaller messages (eager) alike. A streamed message
+/// needs its sender inside the library meanwhile. With ranks on cores of
+/// their own, 2 ranks, alternated, medians of 4 rounds near / 6 far (a
+/// cache line's round trip 100-130 / over 500 ns), us, read in place /
+/// streamed: near pingpong 1 MiB 50.2 / 27.2, 4 MiB 175 / 112, 16 MiB 1421
+/// / 826; sendrecv 1 MiB 86.8 / 48.3, 4 MiB 342 / 200; halo 1 MiB 161 /
+/// 87.1, 4 MiB 776 / 384; gather 256 KiB 10.5 / 5.15, 1 MiB 37.8 / 21.8; far
+/// pingpong 1 MiB 98.4 / 44.0, 4 MiB 388 / 169; sendrecv 4 MiB 705 / 322;
+/// halo 4 MiB 1068 / 603; allgather 1 MiB 76.9 / 45.7, 4 MiB 352 / 191;
+/// scatter 4 MiB 361 / 156; the others alike (paired 0.93-1.07), but near
+/// gather 16 MiB 908 / 947 and allgather 16 MiB 1096 / 1170. (141b9e5 had
+/// streamed only a program's messages below 1 MiB: far, reads won above,
+/// pingpong 4 MiB 386 against 555. The ring's copies have since gone whole
+/// from 32 KiB on this CPU, `copy::whole_from`.) A large message read in
+/// place was once shared, the sender writing the back half meanwhile; with
+/// only rooted messages read, nothing is.
+fn reads_in_place(kind: SendKind) -> bool {
+    kind == SendKind::Rooted
 }
 
 /// Most bytes one `drain` call reads from a link before returning.
@@ -916,23 +940,14 @@ impl Engine {
         if announce
             && self.cma
             && self.links[dst].is_shm()
-            && id < PULL_ALONE as usize
-            && self.reads_in_place(dst, kind)
+            && id <= AUX_MAX as usize
+            && reads_in_place(kind)
         {
             // The receiver reads it where it lies: one copy, not two
             // through the ring, and no sender needs to run meanwhile.
-            // A root's messages are read alone: it copies its own block
-            // meanwhile (`Ctx::send_then`), and would answer a
-            // `Share` only after that. (A 2-rank scatter of 2 MiB, 1 MiB
-            // parts, when its block was read in place, us, shared / alone
-            // (Open MPI): 105-107 / 80-87 (75), before the own block
-            // overlapped the reads; a `Lone` send is streamed now.)
             frame.kind = FrameKind::Pull;
             frame.token = buf.tail(0).as_ptr() as u64;
-            // A `Lone` send is never read in place (`scatter_kind`
-            // picks it only where ranks do not outnumber cores).
-            let alone = kind == SendKind::Rooted;
-            frame.aux = id as u32 | if alone { PULL_ALONE } else { 0 };
+            frame.aux = id as u32;
         } else if announce {
             frame.kind = FrameKind::Rts;
             frame.token = id as u64;
@@ -1111,72 +1126,14 @@ impl Engine {
     /// collective's wait (`IDLE`), as while two ranks of four exchange
     /// messages and the others wait in a broadcast: the two then have
     /// cores of their own, and a program's messages between them go as
-    /// where ranks do not outnumber cores (`SendKind::Program`), and a
-    /// large one read in place is shared. Only where reads work and
+    /// where ranks do not outnumber cores (`SendKind::Program`: eager below
+    /// `PULL_RNDV`, not `CROWDED_PULL_RNDV`). Only where reads work and
     /// `FERROCOLL_RNDV_BYTES` is unset. A look at a line of each other
     /// rank, only for messages from the rendezvous size. (Ranks asleep in
     /// any wait would not do: in a 4-rank halo they sleep in waits on
     /// messages, and such a test made it 15-38% slower, far.)
     fn lone_pair(&self, peer: usize) -> bool {
         self.informed && self.cma && params().rndv_min.is_none() && self.alone_with(peer)
-    }
-
-    /// Whether an announced send of `kind` to `dst` over shared memory,
-    /// where reads work, offers its data to be read in place
-    /// (`FrameKind::Pull`) instead of streaming through the ring once its
-    /// receive is posted (`FrameKind::Rts`). A root's messages to several
-    /// ranks do (`SendKind::Rooted`: each receiver reads its own at once,
-    /// while the root goes on), and where ranks outnumber cores a
-    /// collective's (`Plain`, `Lone`): a read needs no sender to run. A
-    /// program's own (`Program`, `Paired`) stream wherever they are
-    /// announced: where ranks outnumber cores too, the sender copies its
-    /// freshly written lines from its own cache while the receiver, on the
-    /// other core, takes each chunk it hands over; read in place, each line
-    /// crossed from the sender's cache at the kernel's pace. `-t`,
-    /// alternated, medians, us, read in place / streamed (Open MPI in the
-    /// same rounds): 4 ranks on 2 cores, far (3 rounds), halo 32 KiB 32.9 /
-    /// 20.3 (35.1), 128 KiB 90.5 / 42.6 (108), 512 KiB 321 / 138 (423), 2
-    /// MiB 1245 / 546 (1573), 8 MiB 5890 / 2936 (6524); sendrecv 2 MiB 987
-    /// / 292 (650), 8 MiB 4107 / 1633 (3057) (below 2 MiB eager either way,
-    /// `CROWDED_PAIRED_RNDV`); pingpong 8 MiB 386 / 348 (932); 3 ranks, far
-    /// (3 rounds), halo 128 KiB 111 / 30.3 (109), 2 MiB 1605 / 477 (1655);
-    /// sendrecv 2 MiB 652 / 249 (648), 8 MiB 2975 / 1246 (3508); 8 ranks,
-    /// near (3 rounds), halo 32 KiB 41.6 / 23.6 (39.9), 512 KiB 313 / 227
-    /// (312), 8 MiB 9763 / 8738 (9461); sendrecv 2 MiB 965 / 712 (904), 8
-    /// MiB 5935 / 4825 (5599); smaller messages (eager) alike. A message
-    /// read in place still needs no sender in the call; a streamed one
-    /// needs both, as where ranks have cores of their own. Where the two
-    /// have cores of their own a collective's stream too, both cores
-    /// copying, each from lines the other has just handed over (and past
-    /// the cache while the host runs the two far apart, `write_watched`).
-    /// AMD EPYC (Zen 5, 2
-    /// vCPUs), `-t`, 2 ranks, alternated, medians of 4 rounds near / 6 far
-    /// (a cache line's round trip 100-130 / over 500 ns), us, read in place
-    /// / streamed: near pingpong 1 MiB 50.2 / 27.2, 4 MiB 175 / 112, 16 MiB
-    /// 1421 / 826; sendrecv 1 MiB 86.8 / 48.3, 4 MiB 342 / 200; halo 1 MiB
-    /// 161 / 87.1, 4 MiB 776 / 384; gather 256 KiB 10.5 / 5.15, 1 MiB 37.8 /
-    /// 21.8; far pingpong 1 MiB 98.4 / 44.0, 4 MiB 388 / 169; sendrecv 4 MiB
-    /// 705 / 322; halo 4 MiB 1068 / 603; allgather 1 MiB 76.9 / 45.7, 4 MiB
-    /// 352 / 191; scatter 4 MiB 361 / 156; the others alike (paired
-    /// 0.93-1.07), but near gather 16 MiB 908 / 947 and allgather 16 MiB
-    /// 1096 / 1170. 4 ranks on 2 cores, pingpong (two ranks idle,
-    /// `lone_pair`) 1 MiB 55.1 / 29.2 near, 106 / 46.0 far; the rest alike.
-    /// (141b9e5 had streamed only a program's messages below 1 MiB: far,
-    /// reads won above, pingpong 4 MiB 386 against 555. The ring's copies
-    /// have since gone whole from 32 KiB on this CPU, `copy::whole_from`.)
-    fn reads_in_place(&self, dst: usize, kind: SendKind) -> bool {
-        match kind {
-            SendKind::Rooted => true,
-            SendKind::Program | SendKind::Paired => false,
-            SendKind::Plain | SendKind::Lone => !self.cores_of_their_own(dst),
-        }
-    }
-
-    /// Whether this rank and `peer` run on cores of their own: ranks do not
-    /// outnumber cores, or every other rank waits in a collective
-    /// (`lone_pair`).
-    fn cores_of_their_own(&self, peer: usize) -> bool {
-        !self.crowded || self.lone_pair(peer)
     }
 
     /// Whether every other rank of this segment but `peer` is paused in a
@@ -1346,32 +1303,20 @@ impl Engine {
     /// Receive `id` takes the message `frame` that `src` announced with a
     /// `Pull`: reads it from `src`'s memory and tells `src` (`Done`); where
     /// the kernel refuses, asks for it as for an `Rts`, and asks so from
-    /// then on. A large message that fits is shared (`FrameKind::Share`):
-    /// `src` writes its back part meanwhile, and the receive completes at
-    /// its `Wrote`.
+    /// then on.
     fn pull(&mut self, id: ReqId, src: usize, frame: Frame) {
         self.clear_work();
-        let (buf, sender) = (self.recv_buf(id), frame.pull_sender());
+        let (buf, sender) = (self.recv_buf(id), frame.aux);
         if let (true, Some(pid)) = (self.cma, self.pid_of(src)) {
-            let len = frame.len as usize;
             // Past the buffer's end nothing is read (truncation is
             // reported in the status).
-            let fit = buf.len().min(len);
-            let share = fit == len
-                && len >= SHARE_FROM
-                && frame.aux & PULL_ALONE == 0
-                && self.cores_of_their_own(src);
-            let at = if share { Frame::share_at(len) } else { fit };
-            // A shared message's first piece tells whether the kernel lets
-            // this rank read, before the sender is asked to write; any
-            // other is read in one call.
-            let first = if share { at.min(SHARE_PROBE) } else { at };
-            let home = if first >= BORROW_FROM {
+            let fit = buf.len().min(frame.len as usize);
+            let home = if fit >= BORROW_FROM {
                 self.borrow_idle_core()
             } else {
                 None
             };
-            let read = read_part(pid, frame.token, buf, 0, first);
+            let read = read_part(pid, frame.token, buf, 0, fit);
             if let Some(home) = home {
                 // Back home, where this rank's tuning assumes it runs; a
                 // refusal leaves it where it is.
@@ -1380,27 +1325,8 @@ impl Engine {
             }
             match read {
                 Ok(()) => {
-                    if share {
-                        let place = place_token(&Target::Req(id));
-                        let mine = buf.tail(0).as_ptr() as u64;
-                        self.send_control(src, FrameKind::Share, mine, place, sender);
-                    }
-                    if let Err(cma::Refused(errno)) = read_part(pid, frame.token, buf, first, at) {
-                        // The kernel let the first piece through.
-                        let why = format!("reading its message failed part-way (errno {errno})");
-                        self.poison(Error::Protocol { rank: src, why });
-                        return;
-                    }
-                    if share {
-                        // `Done` follows the sender's part (`on_wrote`): till
-                        // then this rank may still need to read it.
-                        if let Kind::Recv { incoming, .. } = &mut self.req(id).kind {
-                            *incoming = Some((src, frame));
-                        }
-                    } else {
-                        self.send_control(src, FrameKind::Done, sender.into(), 0, 0);
-                        self.complete(id, recv_status(src, &frame, buf.len()));
-                    }
+                    self.send_control(src, FrameKind::Done, sender.into(), 0, 0);
+                    self.complete(id, recv_status(src, &frame, buf.len()));
                     return;
                 }
                 Err(cma::Refused(errno)) => {
@@ -1415,54 +1341,6 @@ impl Engine {
             }
         }
         self.ask_for(id, src, frame, sender.into());
-    }
-
-    /// `dst`, which reads our send `frame.aux` (a `Pull`), asks this rank
-    /// to write the back part of it at its address `frame.token`, for its
-    /// place `frame.len` (`FrameKind::Share`).
-    fn on_share(&mut self, dst: usize, frame: Frame) -> std::result::Result<(), String> {
-        let Some((_, buf)) = self.offered(dst, frame.aux.into()) else {
-            return Err(format!("a share of send {}, which offered none", frame.aux));
-        };
-        let at = Frame::share_at(buf.len());
-        let wrote = self.cma
-            && self.pid_of(dst).is_some_and(|pid| {
-                cma::write(pid, frame.token.wrapping_add(at as u64), buf.tail(at)).is_ok()
-            });
-        // A refusal here leaves the part to the reader (`aux` 1).
-        self.send_control(dst, FrameKind::Wrote, frame.len, 0, u32::from(!wrote));
-        Ok(())
-    }
-
-    /// `src` wrote its part of the shared message of receive `place`
-    /// (`FrameKind::Wrote`), or (`aux` 1) could not: then this rank reads
-    /// it too. The receive is complete, and the send (`Done`).
-    fn on_wrote(&mut self, src: usize, frame: Frame) -> std::result::Result<(), String> {
-        let Target::Req(id) = place_of(frame.token) else {
-            return Err("a shared part written into a buffered message".into());
-        };
-        let pulled = match self.reqs.get_mut(id).and_then(Option::as_mut) {
-            Some(Req {
-                kind: Kind::Recv { incoming, buf, .. },
-                done: false,
-                ..
-            }) => incoming
-                .take_if(|(from, f)| *from == src && f.kind == FrameKind::Pull)
-                .map(|(_, f)| (f, *buf)),
-            _ => None,
-        };
-        let Some((pull, buf)) = pulled else {
-            return Err("a shared part written for no receive that shared one".into());
-        };
-        if frame.aux == 1 {
-            let len = pull.len as usize;
-            let pid = self.pid_of(src).ok_or("a shared part from another host")?;
-            read_part(pid, pull.token, buf, Frame::share_at(len), len)
-                .map_err(|cma::Refused(e)| format!("reading its part failed (errno {e})"))?;
-        }
-        self.send_control(src, FrameKind::Done, pull.pull_sender().into(), 0, 0);
-        self.complete(id, recv_status(src, &pull, buf.len()));
-        Ok(())
     }
 
     /// Our send `id` to `dst` that offered its data to be read (a `Pull`)
@@ -2628,12 +2506,7 @@ impl Engine {
             FrameKind::Pull => match self.match_posted(src, &frame) {
                 Some(id) => self.pull(id, src, frame),
                 None => {
-                    let u = self.buffer_unexpected(
-                        src,
-                        frame,
-                        Vec::new(),
-                        Some(frame.pull_sender().into()),
-                    );
+                    let u = self.buffer_unexpected(src, frame, Vec::new(), Some(frame.aux.into()));
                     if let Target::Unexpected(uid) = u {
                         let pos = unexpected_pos(&self.unexpected, uid).expect("just queued");
                         self.unexpected[pos].pull = true;
@@ -2641,11 +2514,6 @@ impl Engine {
                 }
             },
             FrameKind::Done => self.on_done(src, frame.token)?,
-            FrameKind::Share | FrameKind::Wrote if !self.links[src].is_shm() => {
-                return Err("a share of memory from another host".into());
-            }
-            FrameKind::Share => self.on_share(src, frame)?,
-            FrameKind::Wrote => self.on_wrote(src, frame)?,
             FrameKind::Cts => {
                 if frame.aux == 1 && self.cma {
                     // The receiver cannot read this rank's memory: announce
@@ -3118,10 +2986,9 @@ mod tests {
         drop(tx);
     }
 
-    /// Where ranks have cores of their own, every announced send but a
-    /// root's to several ranks (`SendKind::Rooted`) streams through the
-    /// ring (`Rts`); where ranks outnumber cores a collective's announced
-    /// ones are read in place (`Pull`), a program's still stream, and a
+    /// Every announced send but a root's to several ranks
+    /// (`SendKind::Rooted`, read in place: `Pull`) streams through the ring
+    /// (`Rts`), whether ranks outnumber cores or not; where they do, a
     /// paired one leaves eagerly below `CROWDED_PAIRED_RNDV`. Fails if any
     /// announces itself otherwise.
     #[test]
@@ -3142,11 +3009,7 @@ mod tests {
         for crowded in [false, true] {
             tx.crowded = crowded;
             tx.rndv_min = rndv_default(true, crowded);
-            let way = if crowded {
-                FrameKind::Pull
-            } else {
-                FrameKind::Rts
-            };
+            let way = FrameKind::Rts;
             let paired_mid = if crowded {
                 FrameKind::Eager
             } else {
@@ -3327,7 +3190,8 @@ mod tests {
         mate.cpu = mate.cpu.max(1);
         // SAFETY: `data` outlives the send, completed below.
         let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, len) };
-        let id = tx.isend(1, 7, 1, raw, "send").unwrap();
+        // A root's message: the one kind offered to be read in place.
+        let id = tx.isend_as(1, 7, 1, raw, "send", SendKind::Rooted).unwrap();
         let pulled = tx.cma;
         let marked = || seg.on_cpu(1).load(Ordering::Relaxed) & WORK != 0;
         // The receiver paused on the mate's CPU, as `hand_over` says so.
@@ -3534,14 +3398,13 @@ mod tests {
         assert!(e.unexpected.is_empty());
     }
 
-    /// Messages read from the sender's memory (`Pull`) land whole, also when
-    /// the receive comes after the offer, is too short (truncation), or is
-    /// large enough for the sender to write half (`Share`); a
-    /// receiver that cannot read has them sent through the ring instead,
-    /// and its sender stops offering.
+    /// Messages read from the sender's memory (`Pull`, a root's) land
+    /// whole, also when the receive comes after the offer or is too short
+    /// (truncation); a receiver that cannot read has them sent through the
+    /// ring instead, and its sender stops offering.
     #[test]
     fn pulled_messages_land_and_refusals_fall_back_to_the_ring() {
-        // The third is shared with its sender (`FrameKind::Share`).
+        // The third and fourth pass `BORROW_FROM`.
         let sizes = [8 * 1024, 100_000, 3 << 20, 3 << 20];
         let msg = |i: usize, len: usize| -> Vec<u8> {
             (0..len).map(|j| (j * 7 + i * 13) as u8).collect()
@@ -3552,17 +3415,15 @@ mod tests {
                 let seg = seg.clone();
                 std::thread::spawn(move || {
                     let mut e = Engine::over_shm(1, seg);
-                    e.rndv_min = 4096;
-                    // Sees ranks outnumber cores, so it offers every
-                    // announced message to be read in place; its receiver,
-                    // which sees the two alone, shares the third.
-                    e.crowded = true;
                     let pulls_at_start = e.cma;
                     for (i, &len) in sizes.iter().enumerate() {
                         let data = msg(i, len);
                         // SAFETY: `data` outlives the wait.
                         let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, len) };
-                        let id = e.isend(0, 7, i as i32, raw, "send").unwrap();
+                        // A root's message: offered to be read in place.
+                        let id = e
+                            .isend_as(0, 7, i as i32, raw, "send", SendKind::Rooted)
+                            .unwrap();
                         let st = e.wait(id, "send").unwrap();
                         assert_eq!(st.bytes, len);
                     }
@@ -3606,43 +3467,6 @@ mod tests {
                 "a request was left behind"
             );
         }
-    }
-
-    /// A sender asked to write its part of a shared message that cannot (as
-    /// if its kernel refused) says so, and the reader reads that part too.
-    #[test]
-    fn a_sender_that_cannot_write_leaves_its_part_to_the_reader() {
-        if !params().cma || !cma::allowed() {
-            eprintln!("skipped: FERROCOLL_CMA is off or the kernel forbids reads");
-            return;
-        }
-        let len = 2 * SHARE_FROM + 4096 * 3 + 5;
-        let data: Vec<u8> = (0..len).map(|i| (i * 11 + 3) as u8).collect();
-        let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
-        let sender = {
-            let (seg, data) = (seg.clone(), data.clone());
-            std::thread::spawn(move || {
-                let mut e = Engine::over_shm(1, seg);
-                // Sees ranks outnumber cores, so offers a `Pull` (where the
-                // two have cores of their own it would stream), which its
-                // receiver, which sees them alone, shares.
-                e.crowded = true;
-                // SAFETY: `data` outlives the wait.
-                let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, len) };
-                let id = e.isend(0, 7, 1, raw, "send").unwrap();
-                // Offered as a `Pull`; from now on this rank cannot write.
-                e.stop_pulls();
-                e.wait(id, "send").unwrap().bytes
-            })
-        };
-        let mut e = Engine::over_shm(0, seg);
-        let mut got = vec![0u8; len];
-        // SAFETY: `got` outlives the wait.
-        let id = unsafe { post_recv(&mut e, 1, Some(1), &mut got) };
-        assert_eq!(e.wait(id, "recv").unwrap().bytes, len);
-        assert!(got == data);
-        assert_eq!(sender.join().unwrap(), len);
-        assert!(e.cma, "the reader still reads");
     }
 
     /// Sends each (ctx, tag, bytes) from rank 1 to rank 0 of `seg`, each

@@ -25,14 +25,6 @@ pub enum FrameKind {
     Pull = 4,
     /// The receiver has read the message of send `token` (a `Pull`).
     Done = 5,
-    /// The receiver of a large `Pull` asks the sender to write the back
-    /// part of it (from `Frame::share_at`) at address `token` of the
-    /// receiver, while it reads the front; `aux` names the send, `len` the
-    /// receiver's place.
-    Share = 6,
-    /// The sender wrote its part of a shared message into place `token`;
-    /// `aux` 1: it could not, and the receiver reads that part too.
-    Wrote = 7,
 }
 
 /// Bytes of a header in its short form (`shorten`).
@@ -64,11 +56,6 @@ pub fn lengthen(short: &[u8; SHORT_BYTES]) -> [u8; FRAME_BYTES] {
 /// Largest `Frame::aux`: it travels in 24 bits.
 pub const AUX_MAX: u32 = (1 << 24) - 1;
 
-/// In a `Pull`'s `aux`, beside the sender's request: the receiver reads it
-/// all itself, with no `Share` (a root that sends to several ranks goes
-/// on meanwhile and would answer late).
-pub const PULL_ALONE: u32 = 1 << 23;
-
 /// Message envelope: kind, context id, tag, payload length and a token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame {
@@ -88,19 +75,6 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// The sender's request named by a `Pull` (its `aux` without
-    /// `PULL_ALONE`).
-    pub fn pull_sender(&self) -> u32 {
-        self.aux & !PULL_ALONE
-    }
-
-    /// Where the sender's part of a shared message of `len` bytes starts
-    /// (`FrameKind::Share`): half way, on a page boundary, so that the two
-    /// copies run about as long.
-    pub fn share_at(len: usize) -> usize {
-        len / 2 / 4096 * 4096
-    }
-
     /// An eager message header.
     pub fn eager(ctx: u32, tag: i32, len: usize) -> Frame {
         Frame {
@@ -141,8 +115,6 @@ impl Frame {
             3 => FrameKind::Data,
             4 => FrameKind::Pull,
             5 => FrameKind::Done,
-            6 => FrameKind::Share,
-            7 => FrameKind::Wrote,
             _ => return None,
         };
         Some(Frame {
