@@ -391,16 +391,14 @@ const BUFFER_AHEAD: usize = 4 << 20;
 /// 1.89 pulled, 3.72 through the ring (Open MPI 2.44), 64 KiB 4.43 and
 /// 11.0 (4.92).
 const PULL_RNDV: usize = 128 * 1024;
-/// `PULL_RNDV` where ranks outnumber cores, for sends other than paired
-/// ones (`CROWDED_PAIRED_RNDV`): a read in place waits for the receiver to
-/// get a core, but a halo's messages through the ring wait for the
-/// receiver to empty it. (Measured while announced sends were read in
-/// place there; they now stream, `reads_in_place`.) 4 ranks on 2 cores,
-/// `-t`, alternated, medians of 3, us, pulled from 8 KiB / from 64 KiB / from 128 KiB (Open MPI): halo
-/// 8 KiB 17.3 / 12.6 / 13.0 (14.4), 16 KiB 23.3 / 23.5 / 23.5 (20.8), 32
-/// KiB 34.2 / 40.7 / 40.4 (33.2), 64 KiB 55.5 / 56.2 / 73.0 (58.0);
-/// pingpong 8 KiB 3.63 / 2.38 / 2.36 (4.01), 32 KiB 9.62 / 5.85 / 5.62
-/// (9.67), 64 KiB 17.8 / 17.8 / 11.1 (16.0).
+/// `PULL_RNDV` where ranks outnumber cores, for a collective's messages:
+/// eager from 32 to 128 KiB, a gatherv's senders filled the root's rings
+/// while it copied out of one at a time. 4 ranks on 2 cores, near (3
+/// rounds), medians, us, by the smallest block (blocks of 1-1.25 times
+/// it), announced from 32 KiB / from 128 KiB: `MPI_Gatherv` 64 KiB 17.6 /
+/// 32.7, 100000 B 24.3 / 57.8, `MPI_Alltoallv` 64 KiB 41.7 / 38.3. (A
+/// program's messages stream from `PULL_RNDV` there, `Engine::announces`;
+/// a paired one from `CROWDED_PAIRED_RNDV`.)
 const CROWDED_PULL_RNDV: usize = 32 * 1024;
 /// Reads of at least this many bytes (about 90 us) may move to an idle
 /// core first (`Engine::borrow_idle_core`). From 256 KiB, those of 256 KiB
@@ -432,13 +430,13 @@ pub enum SendKind {
     /// through the ring (`reads_in_place`): a collective's messages.
     Plain,
     /// A program's own send (`MPI_Send`, `MPI_Isend` and the like): as
-    /// `Plain`, but where ranks outnumber cores and every other rank of the
-    /// host waits in a collective, by `rndv_default` as where ranks have
-    /// cores of their own (`Engine::lone_pair`).
+    /// `Plain`, but announced from the size of ranks with cores of their
+    /// own (`rndv_default`) also where ranks outnumber cores.
     Program,
     /// Its caller waits for a receive in the same call (`MPI_Sendrecv`):
     /// where ranks outnumber cores it leaves eagerly below
-    /// `CROWDED_PAIRED_RNDV`; elsewhere as `Program`.
+    /// `CROWDED_PAIRED_RNDV` (unless every other rank of the host waits in
+    /// a collective, `Engine::lone_pair`); elsewhere as `Program`.
     Paired,
     /// Announced whatever its size over shared memory, and read in place
     /// where reads work (`reads_in_place`): a root sending to several ranks
@@ -464,11 +462,12 @@ pub enum SendKind {
 const LONE_EAGER: usize = 768 * 1024;
 
 /// Where reads work and ranks outnumber cores, a `SendKind::Paired` send
-/// leaves eagerly below this size, though others are announced from
-/// `CROWDED_PULL_RNDV`. An eager send completes once the ring takes it,
-/// and the call then waits only for its own receive; an announced one
-/// waits for its receiver to get a core. (Measured while announced sends
-/// were read in place there; they now stream, `reads_in_place`.) 4 ranks on 2 cores, `-t`, alternated,
+/// leaves eagerly below this size, though a collective's are announced
+/// from `CROWDED_PULL_RNDV` and a program's other sends from `PULL_RNDV`.
+/// An eager send completes once the ring takes it, and the call then waits
+/// only for its own receive; an announced one waits for its receiver to
+/// get a core. (Measured while announced sends were read in place there;
+/// they now stream, `reads_in_place`.) 4 ranks on 2 cores, `-t`, alternated,
 /// medians of 3, us, pulled from 8 KiB / from 64 KiB / from 128 KiB (Open
 /// MPI): sendrecv 32 KiB 28.0 / 15.5 / 15.3 (17.8), 64 KiB 43.3 / 43.2 /
 /// 30.5 (29.3), 128 KiB 75.4 / 73.5 / 73.5 (51.0). Pulled from 128 KiB /
@@ -1109,9 +1108,16 @@ impl Engine {
             return false;
         }
         let from = match kind {
-            SendKind::Program | SendKind::Paired if self.lone_pair(dst) => {
-                rndv_default(self.cma, false)
-            }
+            // A program's own messages stream once announced, wherever
+            // ranks run (`reads_in_place`): from the size of ranks with
+            // cores of their own. Where ranks outnumber cores, `-t`,
+            // alternated, near (3 rounds), medians, us, from 32 KiB / from
+            // 128 KiB: 4 ranks halo 32 KiB 12.0 / 8.59, 64 KiB 17.0 / 15.9;
+            // 3 ranks halo 32 KiB 9.70 / 6.10, 64 KiB 13.0 / 11.0; 8 ranks
+            // halo 32 KiB 24.5 / 15.8, 64 KiB 35.6 / 27.3, pingpong 32 KiB
+            // 1.22 / 1.07; sendrecv (paired) and 16 KiB or 128 KiB up alike.
+            SendKind::Program if params().rndv_min.is_none() => rndv_default(self.cma, false),
+            SendKind::Paired if self.lone_pair(dst) => rndv_default(self.cma, false),
             SendKind::Paired if self.crowded && self.cma && params().rndv_min.is_none() => {
                 self.rndv_min.max(CROWDED_PAIRED_RNDV)
             }
@@ -1125,9 +1131,9 @@ impl Engine {
     /// than this one and `peer` has handed its core over inside a
     /// collective's wait (`IDLE`), as while two ranks of four exchange
     /// messages and the others wait in a broadcast: the two then have
-    /// cores of their own, and a program's messages between them go as
-    /// where ranks do not outnumber cores (`SendKind::Program`: eager below
-    /// `PULL_RNDV`, not `CROWDED_PULL_RNDV`). Only where reads work and
+    /// cores of their own, and a paired send between them is announced as
+    /// where ranks do not outnumber cores (from `PULL_RNDV`, not
+    /// `CROWDED_PAIRED_RNDV`). Only where reads work and
     /// `FERROCOLL_RNDV_BYTES` is unset. A look at a line of each other
     /// rank, only for messages from the rendezvous size. (Ranks asleep in
     /// any wait would not do: in a 4-rank halo they sleep in waits on
@@ -3046,8 +3052,9 @@ mod tests {
     /// Where ranks outnumber cores, two ranks count as alone
     /// (`lone_pair`) only while every other rank is paused inside a
     /// collective's wait (`IDLE`), not in any other wait nor running; and
-    /// a program's send between them then goes as where ranks have cores
-    /// of their own. Fails if any of these reads otherwise.
+    /// a paired send between them then goes as where ranks have cores of
+    /// their own, while a program's send is announced from `PULL_RNDV`
+    /// either way. Fails if any of these reads otherwise.
     #[test]
     fn pairs_are_alone_while_the_others_wait_in_collectives() {
         if !default_rendezvous() {
@@ -3072,23 +3079,30 @@ mod tests {
             set(1, 1);
             assert!(!tx.lone_pair(2));
         }
-        set(2, 1 | PAUSED | IDLE);
-        set(3, 2 | PAUSED | IDLE);
-        let data = vec![4u8; CROWDED_PULL_RNDV];
-        // SAFETY: `data` outlives the engine, dropped first.
-        let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
-        let id = tx
-            .isend_as(1, 7, 1, raw, "send", SendKind::Program)
-            .unwrap();
-        assert!(
-            tx.is_done(id),
-            "eager below PULL_RNDV, as on cores of their own"
-        );
-        set(3, 2 | PAUSED);
-        let id = tx
-            .isend_as(1, 7, 2, raw, "send", SendKind::Program)
-            .unwrap();
-        assert!(!tx.is_done(id), "announced from CROWDED_PULL_RNDV");
+        let small = vec![4u8; CROWDED_PULL_RNDV];
+        let mid = vec![5u8; 2 * PULL_RNDV];
+        assert!(mid.len() < CROWDED_PAIRED_RNDV);
+        // SAFETY: `small` and `mid` outlive the engine, dropped first.
+        let (small, mid) = unsafe {
+            (
+                RawBuf::new(small.as_ptr() as *mut u8, small.len()),
+                RawBuf::new(mid.as_ptr() as *mut u8, mid.len()),
+            )
+        };
+        for alone in [true, false] {
+            set(2, 1 | PAUSED | IDLE);
+            set(3, 2 | PAUSED | if alone { IDLE } else { 0 });
+            let id = tx
+                .isend_as(1, 7, 1, small, "send", SendKind::Program)
+                .unwrap();
+            assert!(tx.is_done(id), "alone {alone}: eager below PULL_RNDV");
+            let id = tx.isend_as(1, 7, 2, mid, "send", SendKind::Paired).unwrap();
+            assert_eq!(
+                tx.is_done(id),
+                !alone,
+                "alone {alone}: a paired send is announced from PULL_RNDV only when alone"
+            );
+        }
         drop(tx);
     }
 
