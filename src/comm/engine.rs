@@ -1588,7 +1588,7 @@ impl Engine {
 
     /// What a wait for the single pending request `id` watches: its peer,
     /// or (`Awaited::Copying`) the request itself where its message is
-    /// read whole while ranks outnumber cores.
+    /// announced (`bulky`) while ranks outnumber cores.
     fn awaited_for<'a>(&self, id: &'a ReqId) -> Awaited<'a> {
         match self.peers_of_one(*id) {
             Some(_) if self.crowded && self.bulky(*id) => {
@@ -1600,7 +1600,9 @@ impl Engine {
     }
 
     /// Whether pending request `id` moves a message from the rendezvous
-    /// size up (read in place, or through the ring's rendezvous). Once
+    /// size up (through the ring's rendezvous, or a root's read in place;
+    /// the figures below are from when every such message was read in
+    /// place where ranks outnumber cores). Once
     /// bounded at 1 MiB: a larger read keeps the core for 100 us or more,
     /// and a rank that yielded to it got its core back only after (4 ranks
     /// on 2 cores, us, unbounded / bounded: sendrecv 2 MiB 687 / 484, 8 MiB
@@ -1948,8 +1950,9 @@ impl Engine {
     /// Whether another rank last seen on this rank's CPU was marked as
     /// having work (`WORK`: a message to read, a send done) that it has not
     /// acted on yet: polling on for a peer on another core would keep it
-    /// from that, so a wait on messages read in place
-    /// (`Awaited::Copying`) yields instead. 4 ranks on 2
+    /// from that, so a wait on announced messages (`Awaited::Copying`)
+    /// yields instead. (Measured while such messages were read in place;
+    /// now only a root's are, `reads_in_place`.) 4 ranks on 2
     /// cores, alternated, medians of 3, us, polling on / yielding (Open
     /// MPI): sendrecv 32 KiB 10.6 / 9.0 (6.6), 128 KiB 23.2 / 16.7 (12.7),
     /// 512 KiB 78.7-86.0 / 64.6-66.6 (55.6); halo 32 KiB 18.6 / 13.3, 128
