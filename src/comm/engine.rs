@@ -466,9 +466,14 @@ const LONE_EAGER: usize = 768 * 1024;
 /// from `CROWDED_PULL_RNDV` and a program's other sends from `PULL_RNDV`.
 /// An eager send completes once the ring takes it, and the call then waits
 /// only for its own receive; an announced one waits for its receiver to
-/// get a core. (Measured while announced sends were read in place there;
-/// they now stream, `reads_in_place`.) 4 ranks on 2 cores, `-t`, alternated,
-/// medians of 3, us, pulled from 8 KiB / from 64 KiB / from 128 KiB (Open
+/// get a core. Since announced sends stream there too (`reads_in_place`),
+/// from 1 MiB rather than 2: `-t`, alternated, near (3 rounds), medians,
+/// us, eager below 2 MiB / below 1 MiB: 4 ranks sendrecv 1 MiB 129 / 111;
+/// 3 ranks 120 / 107; 8 ranks 504 / 277; 128 KiB-512 KiB and 2 MiB alike
+/// (announced from 512 KiB, 4 ranks read alike at 512 KiB and 1 MiB). The
+/// figures that follow date from when announced sends were read in place
+/// there. 4 ranks on 2 cores, `-t`, alternated, medians of 3, us, pulled
+/// from 8 KiB / from 64 KiB / from 128 KiB (Open
 /// MPI): sendrecv 32 KiB 28.0 / 15.5 / 15.3 (17.8), 64 KiB 43.3 / 43.2 /
 /// 30.5 (29.3), 128 KiB 75.4 / 73.5 / 73.5 (51.0). Pulled from 128 KiB /
 /// from 512 KiB, medians of 6: 128 KiB 92.5 / 85.7, 256 KiB 188 / 180,
@@ -479,7 +484,7 @@ const LONE_EAGER: usize = 768 * 1024;
 /// near (2 rounds): 512 KiB 108 / 70, 1 MiB 195 / 162 (Open MPI 94-105
 /// and 186 in the same hour). An `MPI_Sendrecv` posts its own receive in
 /// the same call, so what such a send leaves buffered is bounded by it.
-const CROWDED_PAIRED_RNDV: usize = 2 << 20;
+const CROWDED_PAIRED_RNDV: usize = 1 << 20;
 /// `rndv_min` elsewhere (the ring's rendezvous saves a copy into a buffer,
 /// for one round trip more).
 const RING_RNDV: usize = 64 * 1024;
@@ -509,7 +514,7 @@ fn rndv_default(pull: bool, crowded: bool) -> usize {
 /// cores, far (3 rounds), halo 32 KiB 32.9 / 20.3 (35.1), 128 KiB 90.5 /
 /// 42.6 (108), 512 KiB 321 / 138 (423), 2 MiB 1245 / 546 (1573), 8 MiB 5890
 /// / 2936 (6524); sendrecv 2 MiB 987 / 292 (650), 8 MiB 4107 / 1633 (3057)
-/// (below 2 MiB eager either way, `CROWDED_PAIRED_RNDV`); pingpong 8 MiB 386
+/// (below 2 MiB eager either way then, `CROWDED_PAIRED_RNDV`); pingpong 8 MiB 386
 /// / 348 (932); `MPI_Alltoallv` of uneven blocks (each of 1-1.25 times the
 /// size), by the smallest block, 64 KiB 133 / 63.8 (110), 256 KiB 418 /
 /// 160 (346), 1 MiB 1491 / 650 (1254), 4 MiB 6913 / 3840 (5934);
