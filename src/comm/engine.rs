@@ -1121,7 +1121,8 @@ impl Engine {
             // 3 ranks halo 32 KiB 9.70 / 6.10, 64 KiB 13.0 / 11.0; 8 ranks
             // halo 32 KiB 24.5 / 15.8, 64 KiB 35.6 / 27.3, pingpong 32 KiB
             // 1.22 / 1.07; sendrecv (paired) and 16 KiB or 128 KiB up alike.
-            SendKind::Program if params().rndv_min.is_none() => rndv_default(self.cma, false),
+            // (`rndv_default` gives `FERROCOLL_RNDV_BYTES` where it is set.)
+            SendKind::Program => rndv_default(self.cma, false),
             SendKind::Paired if self.lone_pair(dst) => rndv_default(self.cma, false),
             SendKind::Paired if self.crowded && self.cma && params().rndv_min.is_none() => {
                 self.rndv_min.max(CROWDED_PAIRED_RNDV)
@@ -3023,7 +3024,6 @@ mod tests {
         for crowded in [false, true] {
             tx.crowded = crowded;
             tx.rndv_min = rndv_default(true, crowded);
-            let way = FrameKind::Rts;
             let paired_mid = if crowded {
                 FrameKind::Eager
             } else {
@@ -3032,12 +3032,12 @@ mod tests {
             for (data, kind, want) in [
                 (&mid, SendKind::Program, FrameKind::Rts),
                 (&mid, SendKind::Paired, paired_mid),
-                (&mid, SendKind::Plain, way),
+                (&mid, SendKind::Plain, FrameKind::Rts),
                 (&mid, SendKind::Rooted, FrameKind::Pull),
                 (&big, SendKind::Program, FrameKind::Rts),
                 (&big, SendKind::Paired, FrameKind::Rts),
-                (&big, SendKind::Plain, way),
-                (&big, SendKind::Lone, way),
+                (&big, SendKind::Plain, FrameKind::Rts),
+                (&big, SendKind::Lone, FrameKind::Rts),
                 (&big, SendKind::Rooted, FrameKind::Pull),
             ] {
                 // SAFETY: `mid` and `big` outlive the engine, dropped first.
