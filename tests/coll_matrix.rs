@@ -801,6 +801,109 @@ fn small_rooted_calls_past_the_slot_depth() {
     }
 }
 
+/// Calls whose parts pass a slot's first page (those in which every rank
+/// reads every other's part are numbered in windows of slots) mixed with
+/// small and streamed ones, rooted and not, over several rows of the slot
+/// area: writers run ahead of their readers across the jumps between
+/// windows (a gather's paced where ranks outnumber cores), and every
+/// call's data, which changes with the call, arrives intact.
+#[test]
+fn wide_slot_calls_mixed_with_small_and_streamed() {
+    let calls = 2 * ferrocoll::transport::shm::slots::DEPTH + 40;
+    // i32 counts: within a slot's first page, past it, and streamed.
+    let sizes = [3usize, 1_500, 5_000, 15_000, 40_000];
+    for n in [2, 3, 4] {
+        world(n, &[], |r, eng, comm| {
+            let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+            for i in 0..calls {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let count = sizes[(x % sizes.len() as u64) as usize];
+                let root = (x >> 8) as usize % n;
+                let what = format!("n={n} call={i} count={count} root={root}");
+                let block = |p: usize| data(p + 7 * i, count);
+                match (x >> 16) % 5 {
+                    0 => {
+                        let mut buf = if r == root {
+                            block(root)
+                        } else {
+                            vec![0u8; 4 * count]
+                        };
+                        coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut buf, root).unwrap();
+                        assert!(buf == block(root), "bcast {what}");
+                    }
+                    1 => {
+                        let mut all = vec![0u8; 4 * count * n];
+                        let out = (r == root).then_some(&mut all[..]);
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::gather::gather(c, Some(&block(r)), out, 4 * count, root).unwrap();
+                        if r == root {
+                            let want: Vec<u8> = (0..n).flat_map(block).collect();
+                            assert!(all == want, "gather {what}");
+                        }
+                    }
+                    2 => {
+                        let all: Vec<u8> = (0..n).flat_map(block).collect();
+                        let send = (r == root).then_some(&all[..]);
+                        let mut mine = vec![0u8; 4 * count];
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::gather::scatter(c, send, 4 * count, Some(&mut mine), root).unwrap();
+                        assert!(mine == block(r), "scatter {what}");
+                    }
+                    3 => {
+                        let send = data(r + 7 * i, count);
+                        let mut recv = vec![0u8; send.len()];
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::allreduce::allreduce(c, Some(&send), &mut recv, &SUM).unwrap();
+                        let want = fold_ref((0..n).map(|p| data(p + 7 * i, count)), &SUM);
+                        assert!(recv == want, "allreduce {what}");
+                    }
+                    _ => {
+                        // Rank p's block for rank q: the call's data of p + n * q.
+                        let len = 4 * (count / n).max(1);
+                        let piece = |p: usize, q: usize| data(p + n * q + 7 * i, len / 4);
+                        let send: Vec<u8> = (0..n).flat_map(|q| piece(r, q)).collect();
+                        let blocks: Vec<(usize, usize)> = (0..n).map(|q| (q * len, len)).collect();
+                        let mut recv = vec![0u8; n * len];
+                        let c = &mut Ctx::new(eng, comm);
+                        coll::alltoall::alltoall(c, &send, &blocks, &mut recv, &blocks).unwrap();
+                        let want: Vec<u8> = (0..n).flat_map(|p| piece(p, r)).collect();
+                        assert!(recv == want, "alltoall {what}");
+                    }
+                }
+            }
+            // Small calls past a row's window, then an allreduce whose
+            // part passes the first page (it jumps to the next row), then
+            // a gather whose writers are paced where ranks outnumber cores
+            // (its pace reaches back past the jump).
+            for round in 0..3 {
+                for k in 0..40 + round {
+                    let mut v = if r == 0 { data(k, 3) } else { vec![0u8; 12] };
+                    coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut v, 0).unwrap();
+                    assert!(v == data(k, 3), "n={n} round {round} bcast {k}");
+                }
+                let send = data(r + round, 1_500);
+                let mut recv = vec![0u8; send.len()];
+                let c = &mut Ctx::new(eng, comm);
+                coll::allreduce::allreduce(c, Some(&send), &mut recv, &SUM).unwrap();
+                let want = fold_ref((0..n).map(|p| data(p + round, 1_500)), &SUM);
+                assert!(recv == want, "n={n} round {round} allreduce");
+                for k in 0..2 {
+                    let mut all = vec![0u8; 20_000 * n];
+                    let out = (r == 0).then_some(&mut all[..]);
+                    let c = &mut Ctx::new(eng, comm);
+                    coll::gather::gather(c, Some(&data(r + k, 5_000)), out, 20_000, 0).unwrap();
+                    if r == 0 {
+                        let want: Vec<u8> = (0..n).flat_map(|p| data(p + k, 5_000)).collect();
+                        assert!(all == want, "n={n} round {round} gather {k}");
+                    }
+                }
+            }
+        });
+    }
+}
+
 /// An in-place allreduce or reduce-scatter forced to pull gives the same
 /// result once a rank cannot read: nobody wrote a buffer a peer still
 /// reads before every rank's first reads had succeeded, so the fallback

@@ -28,7 +28,7 @@ pub fn alltoall(
     if uniform && select::alltoall_stream(c, len) {
         return stream::alltoall(c, send, recv, rblocks);
     }
-    alltoallv(c, send, sblocks, recv, rblocks)
+    through_slots(c, send, sblocks, recv, rblocks, uniform)
 }
 
 /// Sends block `p` of `send` to rank `p` and receives rank `p`'s block into
@@ -40,8 +40,21 @@ pub fn alltoallv(
     recv: &mut [u8],
     rblocks: &[(usize, usize)],
 ) -> Result<()> {
+    through_slots(c, send, sblocks, recv, rblocks, false)
+}
+
+/// `alltoallv` through the slots where they serve, else as messages;
+/// `uniform` as `slots::alltoallv` says.
+fn through_slots(
+    c: &mut Ctx,
+    send: &[u8],
+    sblocks: &[(usize, usize)],
+    recv: &mut [u8],
+    rblocks: &[(usize, usize)],
+    uniform: bool,
+) -> Result<()> {
     if select::slots(c, "alltoall", true, true) {
-        return slots::alltoallv(c, send, sblocks, recv, rblocks);
+        return slots::alltoallv(c, send, sblocks, recv, rblocks, uniform);
     }
     messages(c, send, sblocks, recv, rblocks)
 }

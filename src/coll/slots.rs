@@ -25,7 +25,7 @@ use super::{
 use crate::comm::engine::{Engine, SendKind};
 use crate::copy::copy;
 use crate::error::{Error, Result};
-use crate::transport::shm::slots::{Area, Push, DEPTH, NEAR_BYTES, SLOT_DATA};
+use crate::transport::shm::slots::{Area, Push, DEPTH, FIRST_PAGE, NEAR_BYTES, SLOT_DATA};
 use crate::transport::shm::Segment;
 use std::sync::atomic::{
     fence, Ordering::Acquire, Ordering::Relaxed, Ordering::Release, Ordering::SeqCst,
@@ -52,6 +52,9 @@ pub(super) struct Call {
     single: bool,
     /// The window a streamed call's numbers lie in (`reserve`).
     window: u64,
+    /// A single call numbered in `window`s (`begin_sized`): how far back
+    /// a writer's `lead` reaches counts in window numbers (`Call::back`).
+    wide: bool,
 }
 
 impl Call {
@@ -99,9 +102,75 @@ pub(super) fn begin(c: &mut Ctx) -> Result<Call> {
         check: !s.read_all,
         single: true,
         window: WINDOW,
+        wide: false,
     };
     c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
     Ok(call)
+}
+
+/// `begin` for a call in which every rank reads every other's part, each
+/// at most `part` bytes as every member counts it: where that passes a
+/// slot's first page (`FIRST_PAGE`), the call is numbered in windows of
+/// `WIDE_WINDOW` slots, as a streamed call is (`reserve`), so that it
+/// cycles through the slot memory that `populate` maps ahead (2 MiB a
+/// rank) instead of all `DEPTH` slots (16 MiB), whose first use cost page
+/// faults for `DEPTH` calls. 4 ranks on 2 cores, the first 1000 calls one
+/// by one, us per call in calls 10-50 / 100-300 / 300-1000, before /
+/// after: allreduce 16 KiB 48.1 / 43.4 / 11.7 against 10.3 / 11.5 / 10.9,
+/// allgather 8 KiB a rank 31.9 / 27.9 / 6.9 against 6.2 / 22.0 / 6.7,
+/// alltoall 16 KiB blocks 74.1 / 17.8 / 18.4 against 16.2 / 18.3 / 18.9;
+/// `-t`, alternated, 3-4 rounds, 4-64 KiB, 2 and 4 ranks: paired ratios
+/// 0.85-1.07 (one 1.17, within the rounds' noise). Rooted calls keep
+/// `DEPTH`, since their writers run ahead and the window held them back:
+/// 4 ranks, bcast 4 KiB 0.218 / 0.356 us, reduce 4 KiB 0.347 / 0.575,
+/// gather 16 KiB 0.378 / 0.581, scatter 16 KiB 0.493 / 0.735.
+pub(super) fn begin_sized(c: &mut Ctx, part: usize) -> Result<Call> {
+    if part <= FIRST_PAGE {
+        return begin(c);
+    }
+    if let Some(s) = c.comm.slots.as_mut() {
+        let j = window_index_from(WIDE_WINDOW, s.calls + 1);
+        s.calls = window_number(WIDE_WINDOW, j) - 1;
+    }
+    Ok(Call {
+        check: true,
+        wide: true,
+        window: WIDE_WINDOW,
+        ..begin(c)?
+    })
+}
+
+/// Most bytes of its peers' slot areas that a rank maps ahead
+/// (`populate`), beyond its own.
+const POPULATE_PEERS: usize = 32 << 20;
+
+/// Maps slot area `area` of the world ranks `members` into this rank
+/// (`me`, among them) ahead of use: its own writable, its peers' (as far
+/// as `POPULATE_PEERS` goes) for reading; in each, the first page of
+/// every slot and the `WIDE_WINDOW` slots that larger calls cycle through
+/// whole (`Area::populate`). Each slot's first call had cost its writer a
+/// page fault that allocates (2.4-2.6 us here) and each reader one more
+/// (0.5-1.2 us), for the first `DEPTH` calls: 4 ranks on 2 cores,
+/// allreduce of 1 KiB, us per call in calls 10-50 / 100-300 / 300-1000,
+/// 21.2 / 16.3 / 3.1 before, 3.3 / 3.2 / 3.2 after (alltoallv 1 KiB 23.8
+/// / 19.9 / 4.7 against 4.2 / 4.4 / 4.0); at 2 ranks allreduce 1 KiB
+/// 6.4 / 5.1 / 0.3 against 0.3 / 0.3 / 0.2. It costs `MPI_Init` about 9
+/// ms there (2 ranks 3 ms; Open MPI's took 265 ms), and calls run alike
+/// afterwards (`-t`, alternated, 4 rounds, 4 ranks, 4-16 KiB: paired
+/// 0.98-1.08). A rooted call's part past the first page still meets
+/// fresh pages for its first `DEPTH` calls (bcast of 64 KiB at 4 ranks:
+/// 44 us a call, then 5): mapping every slot whole would take 16 MiB a
+/// rank.
+pub fn populate(seg: &Segment, area: usize, me: usize, members: &[usize]) {
+    let whole = WIDE_WINDOW as usize;
+    seg.area(me, area).populate(whole, true);
+    let at = members.iter().position(|&w| w == me).unwrap_or(0);
+    let peers = members.len().saturating_sub(1);
+    let fit = POPULATE_PEERS / Area::populated_bytes(whole).max(1);
+    for k in 1..=peers.min(fit) {
+        let w = members[(at + k) % members.len()];
+        seg.area(w, area).populate(whole, false);
+    }
 }
 
 /// Calls a writer that found its readers `DEPTH` calls behind lets them
@@ -207,6 +276,21 @@ impl Call {
             check: true,
             single: false,
             window: self.window,
+            wide: false,
+        }
+    }
+
+    /// The call `lead` calls before this one (at most `DEPTH`, the previous
+    /// call of this slot), whose readers must have finished before this
+    /// rank writes: in window numbers for a `wide` call, where a lead below
+    /// the window counts calls, not numbers (a number `lead` below might
+    /// be one that nobody uses, past the last call every peer reaches).
+    fn back(&self, lead: u64) -> u64 {
+        if self.wide {
+            let (w, j) = (self.window, window_index_from(self.window, self.f));
+            window_number(w, j.saturating_sub(lead.min(w)))
+        } else {
+            self.f.saturating_sub(lead)
         }
     }
 }
@@ -480,8 +564,8 @@ fn write(
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
     let safe = c.comm.slots.as_ref().map_or(0, |s| s.safe);
-    if call.check && call.f > safe + lead {
-        let need = call.f - lead;
+    let need = call.back(lead);
+    if call.check && need > safe {
         // A writer that outruns its readers would otherwise check at every
         // call, each time taking the line of a `done` word that a reader
         // stores to at every call: instead it lets them drain `SLACK` calls
@@ -826,7 +910,7 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, out: &mut [u8], red: &Reducer
             "allreduce send and receive buffers differ in length".into(),
         ));
     }
-    let call = begin(c)?;
+    let call = begin_sized(c, out.len())?;
     let input = send.unwrap_or(out);
     let mut fill = Fill::sampled(c, input.len());
     publish(c, &call, input.len(), false, Place::Shared, |d| {
@@ -871,7 +955,7 @@ pub fn reduce_scatter(
     total: usize,
     red: &Reducer,
 ) -> Result<()> {
-    let call = begin(c)?;
+    let call = begin_sized(c, total)?;
     let (o, l) = blocks[c.rank()];
     // Nobody reads this rank's own block from its slot: with a separate
     // send buffer it is folded straight from there, and the slot gets only
@@ -917,7 +1001,8 @@ pub fn allgatherv(
     if let Some(s) = send {
         copy_own(block_mut(recv, blocks[me]), s)?;
     }
-    let call = begin(c)?;
+    let widest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
+    let call = begin_sized(c, widest)?;
     let own = block(recv, blocks[me]);
     let mut fill = Fill::sampled(c, own.len());
     publish_whole(c, &call, own.len(), Place::Shared, |d| {
@@ -1388,13 +1473,16 @@ fn scatter_kind(c: &Ctx, sends: &[(usize, &[u8])]) -> SendKind {
 /// for every part / length where one: 4 ranks on 2 cores, 16 B 1.542-1.679
 /// / 1.304-1.353, 64 B 1.485 / 1.293, 128 B 1.649 / 1.488, 2 KiB 2.184 /
 /// 2.062; 2 ranks 128 B 0.182-0.189 / 0.174-0.181, 512 B 0.388-0.390 /
-/// 0.346-0.356; 8-32 KiB alike.
+/// 0.346-0.356; 8-32 KiB alike. `uniform`: every rank's blocks have one
+/// length, the same on every rank (`MPI_Alltoall`), so that every member
+/// knows the size of every part (`begin_sized`).
 pub fn alltoallv(
     c: &mut Ctx,
     send: &[u8],
     sblocks: &[(usize, usize)],
     recv: &mut [u8],
     rblocks: &[(usize, usize)],
+    uniform: bool,
 ) -> Result<()> {
     let (n, me) = (c.size(), c.rank());
     check_send_blocks(send.len(), sblocks)?;
@@ -1403,7 +1491,14 @@ pub fn alltoallv(
     let layout = BlockPart::new(Blocks::Listed(sblocks), me);
     let total = layout.bytes();
     let big = total > SLOT_DATA;
-    let call = begin(c)?;
+    let known = match uniform {
+        true => uniform_bytes(Blocks::Uniform {
+            len: sblocks.first().map_or(0, |b| b.1),
+            n,
+        }),
+        false => 0,
+    };
+    let call = begin_sized(c, known)?;
     let mut fill = Fill::sampled(c, if big { 0 } else { total - layout.head() });
     let table = |d: &mut [u8]| {
         layout.write(d, send, &mut fill);

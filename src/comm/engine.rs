@@ -634,7 +634,20 @@ impl Engine {
         eng.on_seg = on_seg;
         eng.tcp = guard;
         eng.set_machine_ranks(local.len());
+        // Area 0 is the world's (`Comm::world`).
+        if size > 1 {
+            eng.populate_slots(0, &(0..size).collect::<Vec<_>>());
+        }
         Ok(eng)
+    }
+
+    /// Maps slot area `area` of the world ranks `members` (this rank
+    /// among them) ahead of use (`coll::slots::populate`), where
+    /// collectives may use the slots.
+    pub fn populate_slots(&self, area: usize, members: &[usize]) {
+        if let (true, Some(seg)) = (self.slots_usable(), self.seg.as_ref()) {
+            crate::coll::slots::populate(seg, area, self.me, members);
+        }
     }
 
     /// Sets how long waits spin from the number of ranks sharing this

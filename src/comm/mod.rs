@@ -190,14 +190,16 @@ impl Comm {
         })
     }
 
-    /// Slot state for a new communicator of `size` ranks, taking the lowest
-    /// area free at every member of the parent.
-    fn take_area(eng: &mut Engine, a: &Agreed, size: usize) -> Option<SlotState> {
-        if size < 2 || a.free == 0 || eng.segment().is_none() {
+    /// Slot state for a new communicator of the world ranks `members`,
+    /// taking the lowest area free at every member of the parent, mapped
+    /// ahead of use (`Engine::populate_slots`).
+    fn take_area(eng: &mut Engine, a: &Agreed, members: &[usize]) -> Option<SlotState> {
+        if members.len() < 2 || a.free == 0 || eng.segment().is_none() {
             return None;
         }
         let area = a.free.trailing_zeros() as usize;
         eng.areas_free &= !(1u64 << area);
+        eng.populate_slots(area, members);
         Some(SlotState::new(area, a.epoch))
     }
 
@@ -217,7 +219,7 @@ impl Comm {
             members: self.members.clone(),
             id: a.id,
             seq: 0,
-            slots: Comm::take_area(eng, &a, self.size()),
+            slots: Comm::take_area(eng, &a, &self.members),
         })
     }
 
@@ -259,7 +261,7 @@ impl Comm {
             .iter()
             .position(|&(_, r)| r == self.rank)
             .expect("this rank has the colour");
-        let slots = Comm::take_area(eng, &a, members.len());
+        let slots = Comm::take_area(eng, &a, &members);
         Ok(Some(Comm {
             rank,
             members,

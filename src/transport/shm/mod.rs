@@ -5,6 +5,7 @@ pub mod cma;
 pub mod demote;
 pub mod far;
 pub mod futex;
+pub mod populate;
 pub mod ring;
 pub mod segment;
 pub mod slots;

@@ -29,8 +29,10 @@ pub const SLOT_DATA: usize = 64 * 1024;
 /// The cost is a larger cycle through slot memory for calls near the
 /// 64 KiB slot size: 4 ranks, 64 KiB, bcast 2.0 -> 2.5-3.1 us, gather
 /// 1.3 -> 1.8-2.1 (Open MPI at 32 KiB: 10.9 and 8.2). Streamed calls use
-/// only a window of 16 or 32 (`coll::slots::WINDOW`), and a slot's pages are
-/// only touched as far as calls fill them.
+/// only a window of 16 or 32 (`coll::slots::WINDOW`), as do calls in which
+/// every rank reads parts past a slot's first page (`coll::slots::begin_sized`);
+/// `coll::slots::populate` maps each slot's first page and those windows
+/// ahead, and the rest of a slot is only touched as far as calls fill it.
 pub const DEPTH: usize = 256;
 /// Where a contribution starts when it leads with a table its readers
 /// need first, or fits next to the flag: right after the flag, so readers
@@ -42,6 +44,9 @@ pub const NEAR_BYTES: usize = 64 - NEAR_OFFSET;
 /// the flag's, so the writer's data stores leave alone the line that a
 /// waiting reader polls (see `coll::slots::write`).
 const FAR_OFFSET: usize = 64;
+/// Most bytes of a part, placed far, that lie within the first 4 KiB of
+/// its slot (`Area::populate`).
+pub const FIRST_PAGE: usize = 4096 - FAR_OFFSET;
 /// Most lines of a slot `Area::prefetch_write` asks for.
 const PREFETCH_LINES: usize = 4;
 /// Lines of a slot (the flag's among them) for which a `Push::Bulk` part
@@ -109,6 +114,23 @@ impl Area {
     pub fn flag(&self, index: usize) -> &AtomicU64 {
         // SAFETY: each slot starts with an aligned u64 used only atomically.
         unsafe { &*(self.slot(index) as *const AtomicU64) }
+    }
+
+    /// Maps this area's slot memory into this process ahead of use
+    /// (`populate::populate`), writable for its owner (`write`): the first
+    /// page of every slot (its flag and a part of up to `FIRST_PAGE` bytes
+    /// placed far) and slots `0..whole` whole.
+    pub fn populate(&self, whole: usize, write: bool) {
+        for i in 0..DEPTH {
+            let len = if i < whole { SLOT_BYTES } else { 4096 };
+            super::populate::populate(self.slot(i), len, write);
+        }
+    }
+
+    /// Bytes that `populate(whole, _)` maps, at most.
+    pub fn populated_bytes(whole: usize) -> usize {
+        let whole = whole.min(DEPTH);
+        whole * (SLOT_BYTES + 4096) + (DEPTH - whole) * 2 * 4096
     }
 
     /// Asks for slot `index % DEPTH`'s first line (the flag and a small
