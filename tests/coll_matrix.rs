@@ -801,17 +801,27 @@ fn small_rooted_calls_past_the_slot_depth() {
     }
 }
 
-/// Calls whose parts pass a slot's first page (those in which every rank
-/// reads every other's part are numbered in windows of slots) mixed with
-/// small and streamed ones, rooted and not, over several rows of the slot
-/// area: writers run ahead of their readers across the jumps between
-/// windows (a gather's paced where ranks outnumber cores), and every
-/// call's data, which changes with the call, arrives intact.
+/// `n` blocks of `len` bytes back to back where `root` (a root's layout
+/// for the entries of `MPI_Gather` and `MPI_Scatter`), else none.
+fn blocks_if(root: bool, n: usize, len: usize) -> Vec<(usize, usize)> {
+    match root {
+        true => (0..n).map(|q| (q * len, len)).collect(),
+        false => Vec::new(),
+    }
+}
+
+/// Calls whose parts pass 8 KiB (numbered in windows of slots whose
+/// width depends on the size) mixed with small and streamed ones, rooted
+/// and not, over several rows of the slot area: writers run ahead of
+/// their readers across the jumps between windows (a gather's paced
+/// where ranks outnumber cores), and every call's data, which changes
+/// with the call, arrives intact.
 #[test]
 fn wide_slot_calls_mixed_with_small_and_streamed() {
     let calls = 2 * ferrocoll::transport::shm::slots::DEPTH + 40;
-    // i32 counts: within a slot's first page, past it, and streamed.
-    let sizes = [3usize, 1_500, 5_000, 15_000, 40_000];
+    // i32 counts: small, numbered alike past 4 KiB, in windows of 128, 64
+    // and 32 slots, and streamed (the slot data of each call's kind varies).
+    let sizes = [3usize, 1_500, 2_500, 5_000, 15_000, 40_000];
     for n in [2, 3, 4] {
         world(n, &[], |r, eng, comm| {
             let mut x: u64 = 0x2545_f491_4f6c_dd1d;
@@ -833,22 +843,40 @@ fn wide_slot_calls_mixed_with_small_and_streamed() {
                         coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut buf, root).unwrap();
                         assert!(buf == block(root), "bcast {what}");
                     }
+                    // Odd ranks take the entry of `MPI_Gather` and
+                    // `MPI_Scatter` with a block list (as for derived
+                    // datatypes), even ones the one without: both number
+                    // the call alike.
                     1 => {
-                        let mut all = vec![0u8; 4 * count * n];
+                        let len = 4 * count;
+                        let mut all = vec![0u8; len * n];
                         let out = (r == root).then_some(&mut all[..]);
                         let c = &mut Ctx::new(eng, comm);
-                        coll::gather::gather(c, Some(&block(r)), out, 4 * count, root).unwrap();
+                        let s = Some(&block(r)[..]);
+                        if r % 2 == 1 {
+                            let list = blocks_if(r == root, n, len);
+                            coll::gather::gatherv_uniform(c, s, out, &list, len, root).unwrap();
+                        } else {
+                            coll::gather::gather(c, s, out, len, root).unwrap();
+                        }
                         if r == root {
                             let want: Vec<u8> = (0..n).flat_map(block).collect();
                             assert!(all == want, "gather {what}");
                         }
                     }
                     2 => {
+                        let len = 4 * count;
                         let all: Vec<u8> = (0..n).flat_map(block).collect();
                         let send = (r == root).then_some(&all[..]);
-                        let mut mine = vec![0u8; 4 * count];
+                        let mut mine = vec![0u8; len];
                         let c = &mut Ctx::new(eng, comm);
-                        coll::gather::scatter(c, send, 4 * count, Some(&mut mine), root).unwrap();
+                        if r % 2 == 1 {
+                            let list = blocks_if(r == root, n, len);
+                            let out = Some(&mut mine[..]);
+                            coll::gather::scatter_uniform(c, send, &list, len, out, root).unwrap();
+                        } else {
+                            coll::gather::scatter(c, send, len, Some(&mut mine), root).unwrap();
+                        }
                         assert!(mine == block(r), "scatter {what}");
                     }
                     3 => {
@@ -873,32 +901,62 @@ fn wide_slot_calls_mixed_with_small_and_streamed() {
                     }
                 }
             }
-            // Small calls past a row's window, then an allreduce whose
-            // part passes the first page (it jumps to the next row), then
-            // a gather whose writers are paced where ranks outnumber cores
-            // (its pace reaches back past the jump).
+            // Small calls past a row's window of 64, then gathers in such
+            // a window whose writers are paced where ranks outnumber cores:
+            // the first jumps to the next row (on every rank, whichever
+            // entry it takes), and its pace reaches back into the previous
+            // row's numbers past the last one used. Then a bcast in a
+            // window of 32.
             for round in 0..3 {
-                for k in 0..40 + round {
+                for k in 0..70 + round {
                     let mut v = if r == 0 { data(k, 3) } else { vec![0u8; 12] };
                     coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut v, 0).unwrap();
                     assert!(v == data(k, 3), "n={n} round {round} bcast {k}");
                 }
-                let send = data(r + round, 1_500);
-                let mut recv = vec![0u8; send.len()];
-                let c = &mut Ctx::new(eng, comm);
-                coll::allreduce::allreduce(c, Some(&send), &mut recv, &SUM).unwrap();
-                let want = fold_ref((0..n).map(|p| data(p + round, 1_500)), &SUM);
-                assert!(recv == want, "n={n} round {round} allreduce");
                 for k in 0..2 {
                     let mut all = vec![0u8; 20_000 * n];
                     let out = (r == 0).then_some(&mut all[..]);
                     let c = &mut Ctx::new(eng, comm);
-                    coll::gather::gather(c, Some(&data(r + k, 5_000)), out, 20_000, 0).unwrap();
+                    let s = Some(&data(r + k, 5_000)[..]);
+                    if r % 2 == 1 {
+                        coll::gather::gatherv_uniform(c, s, out, &[], 20_000, 0).unwrap();
+                    } else {
+                        coll::gather::gather(c, s, out, 20_000, 0).unwrap();
+                    }
                     if r == 0 {
                         let want: Vec<u8> = (0..n).flat_map(|p| data(p + k, 5_000)).collect();
                         assert!(all == want, "n={n} round {round} gather {k}");
                     }
                 }
+                let mut v = if r == 0 {
+                    data(round, 15_000)
+                } else {
+                    vec![0u8; 60_000]
+                };
+                coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut v, 0).unwrap();
+                assert!(v == data(round, 15_000), "n={n} round {round} wide bcast");
+                // Past a window of 128, a scatter from rank 1 whose ranks
+                // take either entry, which jumps alike on every rank.
+                for k in 0..140 {
+                    let mut v = if r == 0 { data(k, 3) } else { vec![0u8; 12] };
+                    coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut v, 0).unwrap();
+                }
+                let (len, root) = (10_000, 1);
+                let all: Vec<u8> = (0..n).flat_map(|p| data(p + round, len / 4)).collect();
+                let send = (r == root).then_some(&all[..]);
+                let mut mine = vec![0u8; len];
+                let c = &mut Ctx::new(eng, comm);
+                if r % 2 == 1 {
+                    let list = blocks_if(r == root, n, len);
+                    let out = Some(&mut mine[..]);
+                    coll::gather::scatter_uniform(c, send, &list, len, out, root).unwrap();
+                } else {
+                    coll::gather::scatter(c, send, len, Some(&mut mine), root).unwrap();
+                }
+                assert!(
+                    mine == data(r + round, len / 4),
+                    "n={n} round {round} scatter"
+                );
             }
         });
     }

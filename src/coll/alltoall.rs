@@ -28,7 +28,7 @@ pub fn alltoall(
     if uniform && select::alltoall_stream(c, len) {
         return stream::alltoall(c, send, recv, rblocks);
     }
-    through_slots(c, send, sblocks, recv, rblocks, uniform)
+    through_slots(c, send, sblocks, recv, rblocks, Some(len))
 }
 
 /// Sends block `p` of `send` to rank `p` and receives rank `p`'s block into
@@ -40,21 +40,21 @@ pub fn alltoallv(
     recv: &mut [u8],
     rblocks: &[(usize, usize)],
 ) -> Result<()> {
-    through_slots(c, send, sblocks, recv, rblocks, false)
+    through_slots(c, send, sblocks, recv, rblocks, None)
 }
 
 /// `alltoallv` through the slots where they serve, else as messages;
-/// `uniform` as `slots::alltoallv` says.
+/// `known` as `slots::alltoallv` says.
 fn through_slots(
     c: &mut Ctx,
     send: &[u8],
     sblocks: &[(usize, usize)],
     recv: &mut [u8],
     rblocks: &[(usize, usize)],
-    uniform: bool,
+    known: Option<usize>,
 ) -> Result<()> {
     if select::slots(c, "alltoall", true, true) {
-        return slots::alltoallv(c, send, sblocks, recv, rblocks, uniform);
+        return slots::alltoallv(c, send, sblocks, recv, rblocks, known);
     }
     messages(c, send, sblocks, recv, rblocks)
 }

@@ -159,7 +159,7 @@ mod tests {
                         slots::scatter(c, s, len, Some(&mut out[..len]), 0).unwrap()
                     });
                     calls("alltoall", len, &mut |c| {
-                        slots::alltoallv(c, &data, &halves, &mut out, &halves, true).unwrap()
+                        slots::alltoallv(c, &data, &halves, &mut out, &halves, Some(len)).unwrap()
                     });
                 });
             }

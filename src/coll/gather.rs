@@ -10,9 +10,23 @@ use crate::error::{Error, Result};
 pub fn gatherv(
     c: &mut Ctx,
     send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    blocks: &[(usize, usize)],
+    root: usize,
+) -> Result<()> {
+    gatherv_known(c, send, recv, blocks, root, None)
+}
+
+/// `gatherv` where every block is `known` bytes (`MPI_Gather`), which
+/// every rank knows, and may number a call through the slots by
+/// (`slots::gatherv`), as the ranks that take `gather` do.
+fn gatherv_known(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
     mut recv: Option<&mut [u8]>,
     blocks: &[(usize, usize)],
     root: usize,
+    known: Option<usize>,
 ) -> Result<()> {
     // Only forced (`pull_never`): members other than the root know their
     // own block alone, so no size is known alike to choose by.
@@ -23,7 +37,7 @@ pub fn gatherv(
         return Ok(());
     }
     if select::slots(c, "gather", true, true) {
-        return slots::gatherv(c, send, recv, blocks, root);
+        return slots::gatherv(c, send, recv, blocks, root, known);
     }
     let r = c.rank();
     if r != root {
@@ -66,7 +80,7 @@ pub fn gatherv_uniform(
     if large(c, send, recv.as_deref_mut(), blocks, len, root)? {
         return Ok(());
     }
-    gatherv(c, send, recv, blocks, root)
+    gatherv_known(c, send, recv, blocks, root, Some(len))
 }
 
 /// The ways of a large `MPI_Gather`, chosen by `len` alike on every rank
@@ -123,7 +137,7 @@ pub fn gather(
     if select::slots(c, "gather", true, true) {
         return slots::gather(c, send, recv, len, root);
     }
-    gatherv(c, send, recv, &blocks_of(c.size(), len), root)
+    gatherv_known(c, send, recv, &blocks_of(c.size(), len), root, Some(len))
 }
 
 /// `scatterv` with `len` bytes per rank, back to back in the root's `send`
@@ -158,7 +172,7 @@ pub fn scatter(
     if select::slots(c, "scatter", true, true) {
         return slots::scatter(c, send, len, recv, root);
     }
-    scatterv(c, send, &blocks_of(c.size(), len), recv, root)
+    scatterv_known(c, send, &blocks_of(c.size(), len), recv, root, Some(len))
 }
 
 /// `MPI_Scatter` where the root's blocks of `len` bytes lie anywhere in
@@ -175,7 +189,7 @@ pub fn scatter_uniform(
     if select::scatter_stream(c, len) {
         return stream::scatter(c, send, blocks, len, recv, root);
     }
-    scatterv(c, send, blocks, recv, root)
+    scatterv_known(c, send, blocks, recv, root, Some(len))
 }
 
 /// `n` blocks of `len` bytes, back to back from 0, for the message paths.
@@ -191,8 +205,21 @@ pub fn scatterv(
     c: &mut Ctx,
     send: Option<&[u8]>,
     blocks: &[(usize, usize)],
+    recv: Option<&mut [u8]>,
+    root: usize,
+) -> Result<()> {
+    scatterv_known(c, send, blocks, recv, root, None)
+}
+
+/// `scatterv` where every block is `known` bytes (`MPI_Scatter`), as
+/// `gatherv_known`.
+fn scatterv_known(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    blocks: &[(usize, usize)],
     mut recv: Option<&mut [u8]>,
     root: usize,
+    known: Option<usize>,
 ) -> Result<()> {
     // Only forced, as for `gatherv`.
     if select::pull(c, "scatter", 0, select::pull_never)?
@@ -202,7 +229,7 @@ pub fn scatterv(
         return Ok(());
     }
     if select::slots(c, "scatter", true, true) {
-        return slots::scatterv(c, send, blocks, recv, root);
+        return slots::scatterv(c, send, blocks, recv, root, known);
     }
     let r = c.rank();
     if r != root {

@@ -25,7 +25,7 @@ use super::{
 use crate::comm::engine::{Engine, SendKind};
 use crate::copy::copy;
 use crate::error::{Error, Result};
-use crate::transport::shm::slots::{Area, Push, DEPTH, FIRST_PAGE, NEAR_BYTES, SLOT_DATA};
+use crate::transport::shm::slots::{Area, Push, DEPTH, NEAR_BYTES, SLOT_DATA};
 use crate::transport::shm::Segment;
 use std::sync::atomic::{
     fence, Ordering::Acquire, Ordering::Relaxed, Ordering::Release, Ordering::SeqCst,
@@ -108,36 +108,65 @@ pub(super) fn begin(c: &mut Ctx) -> Result<Call> {
     Ok(call)
 }
 
-/// `begin` for a call in which every rank reads every other's part, each
-/// at most `part` bytes as every member counts it: where that passes a
-/// slot's first page (`FIRST_PAGE`), the call is numbered in windows of
-/// `WIDE_WINDOW` slots, as a streamed call is (`reserve`), so that it
-/// cycles through the slot memory that `populate` maps ahead (2 MiB a
-/// rank) instead of all `DEPTH` slots (16 MiB), whose first use cost page
-/// faults for `DEPTH` calls. 4 ranks on 2 cores, the first 1000 calls one
-/// by one, us per call in calls 10-50 / 100-300 / 300-1000, before /
-/// after: allreduce 16 KiB 48.1 / 43.4 / 11.7 against 10.3 / 11.5 / 10.9,
-/// allgather 8 KiB a rank 31.9 / 27.9 / 6.9 against 6.2 / 22.0 / 6.7,
-/// alltoall 16 KiB blocks 74.1 / 17.8 / 18.4 against 16.2 / 18.3 / 18.9;
-/// `-t`, alternated, 3-4 rounds, 4-64 KiB, 2 and 4 ranks: paired ratios
-/// 0.85-1.07 (one 1.17, within the rounds' noise). Rooted calls keep
-/// `DEPTH`, since their writers run ahead and the window held them back:
-/// 4 ranks, bcast 4 KiB 0.218 / 0.356 us, reduce 4 KiB 0.347 / 0.575,
-/// gather 16 KiB 0.378 / 0.581, scatter 16 KiB 0.493 / 0.735.
+/// `begin` for a call whose every part, as every member counts it, is at
+/// most `part` bytes: past 8 KiB, the call is numbered in windows of
+/// slots (`window_for`), as a streamed call is (`reserve`), so that such
+/// calls cycle through the slot memory that `populate` maps ahead (2 MiB
+/// of each area for any one size) instead of all `DEPTH` slots (up to
+/// 16 MiB), whose first use cost page faults for `DEPTH` calls. Benchmarks
+/// that run each size for 110 calls (OSU's defaults: 10 warm-up and 100
+/// timed calls from 16 KiB, a barrier after each), one process for all
+/// sizes, us a call, before / after (Open MPI): 4 ranks on 2 cores, bcast
+/// 16 KiB 10.5 / 2.09 (4.65), 64 KiB 34.7 / 3.16 (9.81); gather 16 KiB
+/// 13.2 / 1.84 (10.7); scatter 16 KiB 26.3 / 2.29 (11.2); allreduce 16
+/// KiB 27.5 / 4.84 (32.9); 2 ranks, bcast 32 KiB 19.9 / 0.68 (4.32),
+/// reduce 64 KiB 35.0 / 2.04 (6.35), scatter 32 KiB 23.9 / 1.03 (4.93).
+/// A writer then runs at most a window ahead of its readers, and rewrites
+/// a slot sooner: in long runs of back-to-back calls (`-t`, alternated, 3
+/// rounds, us, before / after), 2 ranks bcast 8 KiB 0.185 / 0.265, 16 KiB
+/// 0.323 / 0.495, 32 KiB 0.628 / 0.794, reduce 16 KiB 0.458 / 0.543,
+/// scatter 16 KiB 0.266 / 0.340, the rest of 4-64 KiB within 0.92-1.13;
+/// 4 ranks bcast 32 KiB 1.37 / 1.83, 64 KiB 2.78 / 3.40, allreduce 16 KiB
+/// 6.89 / 5.30, allgather 64 KiB 6.33 / 4.78, gather 64 KiB 3.19 / 2.59.
+/// Windows twice as long (4 MiB, 8 MiB mapped a rank) lost less at 2
+/// ranks (bcast 16 KiB 0.385, 32 KiB 0.766) for 4 ms more `MPI_Init`.
 pub(super) fn begin_sized(c: &mut Ctx, part: usize) -> Result<Call> {
-    if part <= FIRST_PAGE {
+    let w = window_for(part);
+    if w >= DEPTH as u64 {
         return begin(c);
     }
     if let Some(s) = c.comm.slots.as_mut() {
-        let j = window_index_from(WIDE_WINDOW, s.calls + 1);
-        s.calls = window_number(WIDE_WINDOW, j) - 1;
+        let j = window_index_from(w, s.calls + 1);
+        s.calls = window_number(w, j) - 1;
     }
     Ok(Call {
         check: true,
         wide: true,
-        window: WIDE_WINDOW,
+        window: w,
         ..begin(c)?
     })
+}
+
+/// Slot memory, from each slot's start, that a single call's window
+/// spans at most (`window_for`).
+const WINDOW_BYTES: usize = 2 << 20;
+
+/// The window of slots of a single call whose parts reach `part` bytes
+/// (`begin_sized`): as many as `WINDOW_BYTES` holds of such parts (with
+/// their flag's line), in powers of two from `WIDE_WINDOW` to `DEPTH`.
+fn window_for(part: usize) -> u64 {
+    let w = (WINDOW_BYTES / (part + 64)).clamp(WIDE_WINDOW as usize, DEPTH);
+    1 << w.ilog2()
+}
+
+/// Bytes from the start of slot `i` that the parts of calls whose window
+/// (`window_for`) reaches it can fill: all of the first `WIDE_WINDOW`
+/// slots, then less the further on (at least a page).
+fn populated_len(i: usize) -> usize {
+    match i {
+        _ if i < WIDE_WINDOW as usize => usize::MAX,
+        _ => (WINDOW_BYTES / (i + 1).next_power_of_two()).max(4096),
+    }
 }
 
 /// Most bytes of its peers' slot areas that a rank maps ahead
@@ -146,30 +175,26 @@ const POPULATE_PEERS: usize = 32 << 20;
 
 /// Maps slot area `area` of the world ranks `members` into this rank
 /// (`me`, among them) ahead of use: its own writable, its peers' (as far
-/// as `POPULATE_PEERS` goes) for reading; in each, the first page of
-/// every slot and the `WIDE_WINDOW` slots that larger calls cycle through
-/// whole (`Area::populate`). Each slot's first call had cost its writer a
-/// page fault that allocates (2.4-2.6 us here) and each reader one more
-/// (0.5-1.2 us), for the first `DEPTH` calls: 4 ranks on 2 cores,
-/// allreduce of 1 KiB, us per call in calls 10-50 / 100-300 / 300-1000,
-/// 21.2 / 16.3 / 3.1 before, 3.3 / 3.2 / 3.2 after (alltoallv 1 KiB 23.8
-/// / 19.9 / 4.7 against 4.2 / 4.4 / 4.0); at 2 ranks allreduce 1 KiB
-/// 6.4 / 5.1 / 0.3 against 0.3 / 0.3 / 0.2. It costs `MPI_Init` about 9
-/// ms there (2 ranks 3 ms; Open MPI's took 265 ms), and calls run alike
-/// afterwards (`-t`, alternated, 4 rounds, 4 ranks, 4-16 KiB: paired
-/// 0.98-1.08). A rooted call's part past the first page still meets
-/// fresh pages for its first `DEPTH` calls (bcast of 64 KiB at 4 ranks:
-/// 44 us a call, then 5): mapping every slot whole would take 16 MiB a
-/// rank.
+/// as `POPULATE_PEERS` goes) for reading; in each, as much of every slot
+/// as the calls whose windows reach it fill (`populated_len`, 5 MiB in
+/// all). Each slot's first call had cost its writer a page fault that
+/// allocates (2.4-2.6 us here) and each reader one more (0.5-1.2 us),
+/// for the first `DEPTH` calls: 4 ranks on 2 cores, allreduce of 1 KiB,
+/// us per call in calls 10-50 / 100-300 / 300-1000, 21.2 / 16.3 / 3.1
+/// before, 3.3 / 3.2 / 3.2 after (alltoallv 1 KiB 23.8 / 19.9 / 4.7
+/// against 4.2 / 4.4 / 4.0); at 2 ranks allreduce 1 KiB 6.4 / 5.1 / 0.3
+/// against 0.3 / 0.3 / 0.2. It costs `MPI_Init` about 13 ms there (2
+/// ranks 6 ms; Open MPI's took 265 ms), and calls of up to 8 KiB run
+/// alike afterwards (`-t`, alternated, 4 rounds, 4 ranks, 4-16 KiB:
+/// paired 0.98-1.08).
 pub fn populate(seg: &Segment, area: usize, me: usize, members: &[usize]) {
-    let whole = WIDE_WINDOW as usize;
-    seg.area(me, area).populate(whole, true);
+    seg.area(me, area).populate(populated_len, true);
     let at = members.iter().position(|&w| w == me).unwrap_or(0);
     let peers = members.len().saturating_sub(1);
-    let fit = POPULATE_PEERS / Area::populated_bytes(whole).max(1);
+    let fit = POPULATE_PEERS / Area::populated_bytes(populated_len).max(1);
     for k in 1..=peers.min(fit) {
         let w = members[(at + k) % members.len()];
-        seg.area(w, area).populate(whole, false);
+        seg.area(w, area).populate(populated_len, false);
     }
 }
 
@@ -828,7 +853,7 @@ pub fn barrier(c: &mut Ctx) -> Result<()> {
 
 /// The root's `buf` to everyone (`buf.len() <= SLOT_DATA`).
 pub fn bcast(c: &mut Ctx, buf: &mut [u8], root: usize) -> Result<()> {
-    let call = begin(c)?;
+    let call = begin_sized(c, buf.len())?;
     if c.rank() == root {
         let mut fill = Fill::sampled(c, buf.len());
         publish_quiet(c, &call, buf.len(), false, Place::Rooted, |d| {
@@ -858,7 +883,7 @@ pub fn reduce(
         .or(out.as_deref())
         .ok_or_else(|| Error::InvalidArg("reduce without a buffer".into()))?;
     let len = input.len();
-    let call = begin(c)?;
+    let call = begin_sized(c, len)?;
     let me = c.rank();
     // Nobody reads the root's slot: with a separate input the root folds
     // it in place (in place, its input is the output, so it goes through
@@ -1278,8 +1303,9 @@ pub fn gatherv(
     recv: Option<&mut [u8]>,
     blocks: &[(usize, usize)],
     root: usize,
+    known: Option<usize>,
 ) -> Result<()> {
-    gather_blocks(c, send, recv, Blocks::Listed(blocks), root)
+    gather_blocks(c, send, recv, Blocks::Listed(blocks), root, known)
 }
 
 /// Gather of `len` bytes per rank, back to back in the root's `recv`.
@@ -1291,7 +1317,7 @@ pub fn gather(
     root: usize,
 ) -> Result<()> {
     let n = c.size();
-    gather_blocks(c, send, recv, Blocks::Uniform { len, n }, root)
+    gather_blocks(c, send, recv, Blocks::Uniform { len, n }, root, Some(len))
 }
 
 fn gather_blocks(
@@ -1300,11 +1326,14 @@ fn gather_blocks(
     recv: Option<&mut [u8]>,
     blocks: Blocks,
     root: usize,
+    known: Option<usize>,
 ) -> Result<()> {
     let me = c.rank();
+    // A part: its length word, then the block.
+    let sized = known.map_or(0, |len| 8 + len);
     if me != root {
         let s = send.ok_or_else(|| Error::InvalidArg("gather without a send buffer".into()))?;
-        let call = begin(c)?;
+        let call = begin_sized(c, sized)?;
         let big = 8 + s.len() > SLOT_DATA;
         if big {
             publish(c, &call, 0, true, Place::Near, |_| Ok(()))?;
@@ -1327,7 +1356,7 @@ fn gather_blocks(
     if let Some(s) = send {
         copy_own(block_mut(recv, blocks.get(root)), s)?;
     }
-    let call = begin(c)?;
+    let call = begin_sized(c, sized)?;
     let mut big = Vec::new();
     for p in (0..c.size()).filter(|&p| p != root) {
         if wait_rooted(c, &call, p, 8 + blocks.get(p).1)? {
@@ -1362,8 +1391,9 @@ pub fn scatterv(
     blocks: &[(usize, usize)],
     recv: Option<&mut [u8]>,
     root: usize,
+    known: Option<usize>,
 ) -> Result<()> {
-    scatter_blocks(c, send, Blocks::Listed(blocks), recv, root)
+    scatter_blocks(c, send, Blocks::Listed(blocks), recv, root, known)
 }
 
 /// Scatter of `len` bytes per rank, back to back in the root's `send`.
@@ -1375,7 +1405,7 @@ pub fn scatter(
     root: usize,
 ) -> Result<()> {
     let n = c.size();
-    scatter_blocks(c, send, Blocks::Uniform { len, n }, recv, root)
+    scatter_blocks(c, send, Blocks::Uniform { len, n }, recv, root, Some(len))
 }
 
 fn scatter_blocks(
@@ -1384,11 +1414,14 @@ fn scatter_blocks(
     blocks: Blocks,
     recv: Option<&mut [u8]>,
     root: usize,
+    known: Option<usize>,
 ) -> Result<()> {
     let (n, me) = (c.size(), c.rank());
+    // The root's part where its blocks have one length (`write_uniform`).
+    let sized = known.map_or(0, |len| UNIFORM_HEAD + (n - 1) * len);
     if me != root {
         let d = recv.ok_or_else(|| Error::InvalidArg("scatter without a receive buffer".into()))?;
-        let call = begin(c)?;
+        let call = begin_sized(c, sized)?;
         // The root's table, then the blocks: this rank's reaches about
         // its rank's share of the whole.
         if wait_rooted(c, &call, root, 16 * n + d.len() * (me + 1))? {
@@ -1414,7 +1447,7 @@ fn scatter_blocks(
     if total > SLOT_DATA {
         // Checked before anything is sent, as on the slot path.
         let mut mine = recv.map(|d| OwnCopy::new(d, own)).transpose()?;
-        let call = begin(c)?;
+        let call = begin_sized(c, sized)?;
         publish(c, &call, 0, true, Place::Near, |_| Ok(()))?;
         let sends: Vec<(usize, &[u8])> = (0..n)
             .filter(|&p| p != root)
@@ -1436,7 +1469,7 @@ fn scatter_blocks(
     if let Some(d) = recv {
         copy_own(d, own)?;
     }
-    let call = begin(c)?;
+    let call = begin_sized(c, sized)?;
     let mut fill = Fill::sampled(c, total - layout.head());
     publish_quiet(c, &call, total, false, Place::Near, |d| {
         layout.write(d, send, &mut fill);
@@ -1473,16 +1506,16 @@ fn scatter_kind(c: &Ctx, sends: &[(usize, &[u8])]) -> SendKind {
 /// for every part / length where one: 4 ranks on 2 cores, 16 B 1.542-1.679
 /// / 1.304-1.353, 64 B 1.485 / 1.293, 128 B 1.649 / 1.488, 2 KiB 2.184 /
 /// 2.062; 2 ranks 128 B 0.182-0.189 / 0.174-0.181, 512 B 0.388-0.390 /
-/// 0.346-0.356; 8-32 KiB alike. `uniform`: every rank's blocks have one
-/// length, the same on every rank (`MPI_Alltoall`), so that every member
-/// knows the size of every part (`begin_sized`).
+/// 0.346-0.356; 8-32 KiB alike. `known`: the length of every block, where
+/// all have one that every member knows (`MPI_Alltoall`), so that all
+/// number the call alike by it (`begin_sized`).
 pub fn alltoallv(
     c: &mut Ctx,
     send: &[u8],
     sblocks: &[(usize, usize)],
     recv: &mut [u8],
     rblocks: &[(usize, usize)],
-    uniform: bool,
+    known: Option<usize>,
 ) -> Result<()> {
     let (n, me) = (c.size(), c.rank());
     check_send_blocks(send.len(), sblocks)?;
@@ -1491,14 +1524,7 @@ pub fn alltoallv(
     let layout = BlockPart::new(Blocks::Listed(sblocks), me);
     let total = layout.bytes();
     let big = total > SLOT_DATA;
-    let known = match uniform {
-        true => uniform_bytes(Blocks::Uniform {
-            len: sblocks.first().map_or(0, |b| b.1),
-            n,
-        }),
-        false => 0,
-    };
-    let call = begin_sized(c, known)?;
+    let call = begin_sized(c, known.map_or(0, |len| UNIFORM_HEAD + (n - 1) * len))?;
     let mut fill = Fill::sampled(c, if big { 0 } else { total - layout.head() });
     let table = |d: &mut [u8]| {
         layout.write(d, send, &mut fill);

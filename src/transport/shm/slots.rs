@@ -29,10 +29,9 @@ pub const SLOT_DATA: usize = 64 * 1024;
 /// The cost is a larger cycle through slot memory for calls near the
 /// 64 KiB slot size: 4 ranks, 64 KiB, bcast 2.0 -> 2.5-3.1 us, gather
 /// 1.3 -> 1.8-2.1 (Open MPI at 32 KiB: 10.9 and 8.2). Streamed calls use
-/// only a window of 16 or 32 (`coll::slots::WINDOW`), as do calls in which
-/// every rank reads parts past a slot's first page (`coll::slots::begin_sized`);
-/// `coll::slots::populate` maps each slot's first page and those windows
-/// ahead, and the rest of a slot is only touched as far as calls fill it.
+/// only a window of 16 or 32 (`coll::slots::WINDOW`), and calls whose parts
+/// pass 8 KiB one that narrows as they grow (`coll::slots::begin_sized`);
+/// `coll::slots::populate` maps ahead as much of each slot as they fill.
 pub const DEPTH: usize = 256;
 /// Where a contribution starts when it leads with a table its readers
 /// need first, or fits next to the flag: right after the flag, so readers
@@ -44,9 +43,6 @@ pub const NEAR_BYTES: usize = 64 - NEAR_OFFSET;
 /// the flag's, so the writer's data stores leave alone the line that a
 /// waiting reader polls (see `coll::slots::write`).
 const FAR_OFFSET: usize = 64;
-/// Most bytes of a part, placed far, that lie within the first 4 KiB of
-/// its slot (`Area::populate`).
-pub const FIRST_PAGE: usize = 4096 - FAR_OFFSET;
 /// Most lines of a slot `Area::prefetch_write` asks for.
 const PREFETCH_LINES: usize = 4;
 /// Lines of a slot (the flag's among them) for which a `Push::Bulk` part
@@ -117,20 +113,17 @@ impl Area {
     }
 
     /// Maps this area's slot memory into this process ahead of use
-    /// (`populate::populate`), writable for its owner (`write`): the first
-    /// page of every slot (its flag and a part of up to `FIRST_PAGE` bytes
-    /// placed far) and slots `0..whole` whole.
-    pub fn populate(&self, whole: usize, write: bool) {
+    /// (`populate::populate`), writable for its owner (`write`): of slot
+    /// `i`, its first `len(i)` bytes (at most the slot).
+    pub fn populate(&self, len: impl Fn(usize) -> usize, write: bool) {
         for i in 0..DEPTH {
-            let len = if i < whole { SLOT_BYTES } else { 4096 };
-            super::populate::populate(self.slot(i), len, write);
+            super::populate::populate(self.slot(i), len(i).min(SLOT_BYTES), write);
         }
     }
 
-    /// Bytes that `populate(whole, _)` maps, at most.
-    pub fn populated_bytes(whole: usize) -> usize {
-        let whole = whole.min(DEPTH);
-        whole * (SLOT_BYTES + 4096) + (DEPTH - whole) * 2 * 4096
+    /// Bytes that `populate(len, _)` maps, at most (whole pages).
+    pub fn populated_bytes(len: impl Fn(usize) -> usize) -> usize {
+        (0..DEPTH).map(|i| len(i).min(SLOT_BYTES) + 2 * 4096).sum()
     }
 
     /// Asks for slot `index % DEPTH`'s first line (the flag and a small
