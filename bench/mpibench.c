@@ -59,6 +59,7 @@ struct config {
   long warmup;       /* -w: warm-up calls, upper bound */
   int reps;          /* -r: timed batches; the median is printed */
   double budget;     /* -T: seconds per (op, size); 0 = fixed -i iterations */
+  int short_runs;    /* -S: each size once, OSU's way (see measure_short) */
   int check;         /* -c */
   int ops[OP_COUNT];
   int nops;
@@ -436,6 +437,38 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* -S: one short run per size as OSU's benchmarks make it (their defaults:
+ * 200 untimed calls and 1000 timed ones, 10 and 100 above 8 KiB a rank;
+ * each call timed alone and followed by a barrier; the mean over the timed
+ * calls and the ranks), one process for all sizes in turn. What a library
+ * does on the first calls of a size (mapping memory, finding its way)
+ * shows here, where the batches of `measure` leave it out. */
+static double measure_short(int op, int c) {
+  int large = (size_t)c * sizeof(float) > 8192;
+  long i, skip = large ? 10 : 200, iters = large ? 100 : 1000;
+  size_t n = g_touch ? send_count(op, (size_t)c) : 0;
+  double t0, t, sum = 0.0;
+  MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+  for (i = 0; i < skip + iters; i++) {
+    if (n > 0) touch_send(n);
+    t0 = MPI_Wtime();
+    run_once(op, c);
+    t = MPI_Wtime() - t0;
+    if (i >= skip) sum += t;
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+  }
+  t = sum / (double)iters;
+  if (op == OP_PINGPONG) {
+    t *= 0.5;
+    MPI_OK(MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  } else {
+    sum = 0.0;
+    MPI_OK(MPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    t = sum / g_size;
+  }
+  return t;
+}
+
 /* Median over reps of the per-call time in seconds. Every decision about
  * iteration counts uses values reduced over all ranks, so all ranks run the
  * same number of calls. */
@@ -443,6 +476,8 @@ static double measure(const struct config *cfg, int op, int c) {
   double t_first, t_call, t, sum, times[64];
   long nwarm = cfg->warmup, iters = cfg->iters_max;
   int r;
+
+  if (cfg->short_runs) return measure_short(op, c);
 
   /* The first call pays for lazy set-up and page faults; it calibrates. */
   t_first = max_over_ranks(timed_batch(op, c, 1));
@@ -571,7 +606,7 @@ static int parse_ops(const char *list, struct config *cfg) {
 static void usage(void) {
   printf(
       "usage: mpibench [-b MIN] [-e MAX] [-f FACTOR] [-o OP[,OP...]] [-i ITERS]\n"
-      "                [-w WARMUP] [-r REPS] [-T SECONDS] [-c 0|1] [-t]\n"
+      "                [-w WARMUP] [-r REPS] [-T SECONDS] [-c 0|1] [-t] [-S]\n"
       "  -b MIN      smallest size in bytes, K/M/G suffixes (default 8)\n"
       "  -e MAX      largest size; sizes are MIN*FACTOR^k <= MAX (default 64M)\n"
       "  -f FACTOR   size step (default 4)\n"
@@ -585,7 +620,10 @@ static void usage(void) {
       "              (default 0.2; 0 = always ITERS calls and WARMUP warm-ups)\n"
       "  -c 0|1      check results after timing (default 1)\n"
       "  -t          store to every cache line of the send buffer before each\n"
-      "              call (the same values), as a program sending new data does\n");
+      "              call (the same values), as a program sending new data does\n"
+      "  -S          each size once, as OSU's benchmarks run it: 200 untimed and\n"
+      "              1000 timed calls (10 and 100 above 8 KiB a rank), each timed\n"
+      "              alone and followed by a barrier; -i, -w, -r, -T unused\n");
 }
 
 static int parse_args(int argc, char **argv, struct config *cfg) {
@@ -598,8 +636,9 @@ static int parse_args(int argc, char **argv, struct config *cfg) {
   cfg->reps = 5;
   cfg->budget = 0.2;
   cfg->check = 1;
+  cfg->short_runs = 0;
   parse_ops("all", cfg);
-  while ((opt = getopt(argc, argv, "b:e:f:o:i:w:r:T:c:th")) != -1) {
+  while ((opt = getopt(argc, argv, "b:e:f:o:i:w:r:T:c:tSh")) != -1) {
     char *end = NULL;
     switch (opt) {
     case 'b': if (parse_size(optarg, &cfg->min_bytes)) return -1; break;
@@ -623,6 +662,7 @@ static int parse_args(int argc, char **argv, struct config *cfg) {
       if (*end || cfg->budget < 0.0) return -1;
       break;
     case 't': g_touch = 1; break;
+    case 'S': cfg->short_runs = 1; break;
     case 'c':
       cfg->check = (int)strtol(optarg, &end, 10);
       if (*end || (cfg->check != 0 && cfg->check != 1)) return -1;
@@ -712,9 +752,9 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Get_library_version(lib, &len));
     lib[strcspn(lib, "\n")] = '\0';
     printf("# mpibench ranks=%d bytes=%zu..%zu x%zu iters<=%ld warmup<=%ld reps=%d "
-           "budget=%gs check=%d\n",
+           "budget=%gs check=%d short=%d\n",
            g_size, cfg.min_bytes, cfg.max_bytes, cfg.factor, cfg.iters_max,
-           cfg.warmup, cfg.reps, cfg.budget, cfg.check);
+           cfg.warmup, cfg.reps, cfg.budget, cfg.check, cfg.short_runs);
     printf("# library: %s\n", lib);
     fflush(stdout);
   }
