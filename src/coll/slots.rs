@@ -123,8 +123,8 @@ pub(super) fn begin(c: &mut Ctx) -> Result<Call> {
 /// reduce 64 KiB 35.0 / 2.04 (6.35), scatter 32 KiB 23.9 / 1.03 (4.93).
 /// A writer then runs at most a window ahead of its readers, and rewrites
 /// a slot sooner: in long runs of back-to-back calls (`-t`, alternated, 3
-/// rounds, us, before / after), 2 ranks bcast 8 KiB 0.185 / 0.265, 16 KiB
-/// 0.323 / 0.495, 32 KiB 0.628 / 0.794, reduce 16 KiB 0.458 / 0.543,
+/// rounds, us, before / after), 2 ranks bcast 16 KiB 0.323 / 0.495, 32
+/// KiB 0.628 / 0.794, reduce 16 KiB 0.458 / 0.543,
 /// scatter 16 KiB 0.266 / 0.340, the rest of 4-64 KiB within 0.92-1.13;
 /// 4 ranks bcast 32 KiB 1.37 / 1.83, 64 KiB 2.78 / 3.40, allreduce 16 KiB
 /// 6.89 / 5.30, allgather 64 KiB 6.33 / 4.78, gather 64 KiB 3.19 / 2.59.
@@ -152,20 +152,24 @@ pub(super) fn begin_sized(c: &mut Ctx, part: usize) -> Result<Call> {
 const WINDOW_BYTES: usize = 2 << 20;
 
 /// The window of slots of a single call whose parts reach `part` bytes
-/// (`begin_sized`): as many as `WINDOW_BYTES` holds of such parts (with
-/// their flag's line), in powers of two from `WIDE_WINDOW` to `DEPTH`.
+/// (`begin_sized`): as many as `WINDOW_BYTES` holds of such parts, in
+/// powers of two from `WIDE_WINDOW` to `DEPTH` (all of them for parts of
+/// up to 8 KiB). Counting each part's flag line as well put parts of
+/// exactly 8 KiB in windows of 128: 2 ranks, bcast of 8 KiB 0.178 against
+/// 0.255 us in `bench/compare.sh`.
 fn window_for(part: usize) -> u64 {
-    let w = (WINDOW_BYTES / (part + 64)).clamp(WIDE_WINDOW as usize, DEPTH);
+    let w = (WINDOW_BYTES / part.max(1)).clamp(WIDE_WINDOW as usize, DEPTH);
     1 << w.ilog2()
 }
 
 /// Bytes from the start of slot `i` that the parts of calls whose window
-/// (`window_for`) reaches it can fill: all of the first `WIDE_WINDOW`
-/// slots, then less the further on (at least a page).
+/// (`window_for`) reaches it can fill, with the flag's line before them:
+/// all of the first `WIDE_WINDOW` slots, then less the further on (at
+/// least a page).
 fn populated_len(i: usize) -> usize {
     match i {
         _ if i < WIDE_WINDOW as usize => usize::MAX,
-        _ => (WINDOW_BYTES / (i + 1).next_power_of_two()).max(4096),
+        _ => (WINDOW_BYTES / (i + 1).next_power_of_two() + 64).max(4096),
     }
 }
 
