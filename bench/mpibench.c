@@ -437,6 +437,20 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* What a size reports from this rank's mean time per call `t`: pingpong
+ * (only ranks 0 and 1 take part) rank 0's one-way latency, every other op
+ * the average over ranks, like nccl-tests' default. */
+static double reported(int op, double t) {
+  double sum = 0.0;
+  if (op == OP_PINGPONG) {
+    t *= 0.5;
+    MPI_OK(MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    return t;
+  }
+  MPI_OK(MPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  return sum / g_size;
+}
+
 /* -S: one short run per size as OSU's benchmarks make it (their defaults:
  * 200 untimed calls and 1000 timed ones, 10 and 100 above 8 KiB a rank;
  * each call timed alone and followed by a barrier; the mean over the timed
@@ -457,23 +471,14 @@ static double measure_short(int op, int c) {
     if (i >= skip) sum += t;
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   }
-  t = sum / (double)iters;
-  if (op == OP_PINGPONG) {
-    t *= 0.5;
-    MPI_OK(MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-  } else {
-    sum = 0.0;
-    MPI_OK(MPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    t = sum / g_size;
-  }
-  return t;
+  return reported(op, sum / (double)iters);
 }
 
 /* Median over reps of the per-call time in seconds. Every decision about
  * iteration counts uses values reduced over all ranks, so all ranks run the
  * same number of calls. */
 static double measure(const struct config *cfg, int op, int c) {
-  double t_first, t_call, t, sum, times[64];
+  double t_first, t_call, times[64];
   long nwarm = cfg->warmup, iters = cfg->iters_max;
   int r;
 
@@ -492,18 +497,7 @@ static double measure(const struct config *cfg, int op, int c) {
     iters = it < 1.0 ? 1 : it > (double)cfg->iters_max ? cfg->iters_max : (long)it;
   }
   for (r = 0; r < cfg->reps; r++) {
-    t = timed_batch(op, c, iters) / (double)iters;
-    if (op == OP_PINGPONG) {
-      /* Only ranks 0 and 1 take part; report rank 0's one-way latency. */
-      t *= 0.5;
-      MPI_OK(MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-    } else {
-      /* Average over ranks, like nccl-tests' default. */
-      sum = 0.0;
-      MPI_OK(MPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-      t = sum / g_size;
-    }
-    times[r] = t;
+    times[r] = reported(op, timed_batch(op, c, iters) / (double)iters);
   }
   qsort(times, (size_t)cfg->reps, sizeof times[0], cmp_double);
   return cfg->reps % 2 ? times[cfg->reps / 2]

@@ -801,12 +801,34 @@ fn small_rooted_calls_past_the_slot_depth() {
     }
 }
 
-/// `n` blocks of `len` bytes back to back where `root` (a root's layout
-/// for the entries of `MPI_Gather` and `MPI_Scatter`), else none.
-fn blocks_if(root: bool, n: usize, len: usize) -> Vec<(usize, usize)> {
-    match root {
-        true => (0..n).map(|q| (q * len, len)).collect(),
-        false => Vec::new(),
+/// `MPI_Gather` of `len` bytes a rank through either entry: odd ranks
+/// with a block list (as for derived datatypes, `gatherv_uniform`), even
+/// ones without (`gather`); both must number the call alike.
+fn gather_either(c: &mut Ctx, send: &[u8], out: Option<&mut [u8]>, len: usize, root: usize) {
+    let (r, n) = (c.rank(), c.size());
+    if r % 2 == 1 {
+        let list: Vec<(usize, usize)> = match r == root {
+            true => (0..n).map(|q| (q * len, len)).collect(),
+            false => Vec::new(),
+        };
+        coll::gather::gatherv_uniform(c, Some(send), out, &list, len, root).unwrap();
+    } else {
+        coll::gather::gather(c, Some(send), out, len, root).unwrap();
+    }
+}
+
+/// `MPI_Scatter` of `len` bytes a rank through either entry, as
+/// `gather_either`.
+fn scatter_either(c: &mut Ctx, send: Option<&[u8]>, len: usize, mine: &mut [u8], root: usize) {
+    let (r, n) = (c.rank(), c.size());
+    if r % 2 == 1 {
+        let list: Vec<(usize, usize)> = match r == root {
+            true => (0..n).map(|q| (q * len, len)).collect(),
+            false => Vec::new(),
+        };
+        coll::gather::scatter_uniform(c, send, &list, len, Some(mine), root).unwrap();
+    } else {
+        coll::gather::scatter(c, send, len, Some(mine), root).unwrap();
     }
 }
 
@@ -843,22 +865,12 @@ fn wide_slot_calls_mixed_with_small_and_streamed() {
                         coll::bcast::bcast(&mut Ctx::new(eng, comm), &mut buf, root).unwrap();
                         assert!(buf == block(root), "bcast {what}");
                     }
-                    // Odd ranks take the entry of `MPI_Gather` and
-                    // `MPI_Scatter` with a block list (as for derived
-                    // datatypes), even ones the one without: both number
-                    // the call alike.
+                    // Ranks take either entry of `MPI_Gather` and `MPI_Scatter`.
                     1 => {
                         let len = 4 * count;
                         let mut all = vec![0u8; len * n];
                         let out = (r == root).then_some(&mut all[..]);
-                        let c = &mut Ctx::new(eng, comm);
-                        let s = Some(&block(r)[..]);
-                        if r % 2 == 1 {
-                            let list = blocks_if(r == root, n, len);
-                            coll::gather::gatherv_uniform(c, s, out, &list, len, root).unwrap();
-                        } else {
-                            coll::gather::gather(c, s, out, len, root).unwrap();
-                        }
+                        gather_either(&mut Ctx::new(eng, comm), &block(r), out, len, root);
                         if r == root {
                             let want: Vec<u8> = (0..n).flat_map(block).collect();
                             assert!(all == want, "gather {what}");
@@ -869,14 +881,7 @@ fn wide_slot_calls_mixed_with_small_and_streamed() {
                         let all: Vec<u8> = (0..n).flat_map(block).collect();
                         let send = (r == root).then_some(&all[..]);
                         let mut mine = vec![0u8; len];
-                        let c = &mut Ctx::new(eng, comm);
-                        if r % 2 == 1 {
-                            let list = blocks_if(r == root, n, len);
-                            let out = Some(&mut mine[..]);
-                            coll::gather::scatter_uniform(c, send, &list, len, out, root).unwrap();
-                        } else {
-                            coll::gather::scatter(c, send, len, Some(&mut mine), root).unwrap();
-                        }
+                        scatter_either(&mut Ctx::new(eng, comm), send, len, &mut mine, root);
                         assert!(mine == block(r), "scatter {what}");
                     }
                     3 => {
@@ -916,13 +921,13 @@ fn wide_slot_calls_mixed_with_small_and_streamed() {
                 for k in 0..2 {
                     let mut all = vec![0u8; 20_000 * n];
                     let out = (r == 0).then_some(&mut all[..]);
-                    let c = &mut Ctx::new(eng, comm);
-                    let s = Some(&data(r + k, 5_000)[..]);
-                    if r % 2 == 1 {
-                        coll::gather::gatherv_uniform(c, s, out, &[], 20_000, 0).unwrap();
-                    } else {
-                        coll::gather::gather(c, s, out, 20_000, 0).unwrap();
-                    }
+                    gather_either(
+                        &mut Ctx::new(eng, comm),
+                        &data(r + k, 5_000),
+                        out,
+                        20_000,
+                        0,
+                    );
                     if r == 0 {
                         let want: Vec<u8> = (0..n).flat_map(|p| data(p + k, 5_000)).collect();
                         assert!(all == want, "n={n} round {round} gather {k}");
@@ -945,14 +950,7 @@ fn wide_slot_calls_mixed_with_small_and_streamed() {
                 let all: Vec<u8> = (0..n).flat_map(|p| data(p + round, len / 4)).collect();
                 let send = (r == root).then_some(&all[..]);
                 let mut mine = vec![0u8; len];
-                let c = &mut Ctx::new(eng, comm);
-                if r % 2 == 1 {
-                    let list = blocks_if(r == root, n, len);
-                    let out = Some(&mut mine[..]);
-                    coll::gather::scatter_uniform(c, send, &list, len, out, root).unwrap();
-                } else {
-                    coll::gather::scatter(c, send, len, Some(&mut mine), root).unwrap();
-                }
+                scatter_either(&mut Ctx::new(eng, comm), send, len, &mut mine, root);
                 assert!(
                     mine == data(r + round, len / 4),
                     "n={n} round {round} scatter"
