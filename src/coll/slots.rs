@@ -131,10 +131,11 @@ pub(super) fn begin(c: &mut Ctx) -> Result<Call> {
 /// Windows twice as long (4 MiB, 8 MiB mapped a rank) lost less at 2
 /// ranks (bcast 16 KiB 0.385, 32 KiB 0.766) for 4 ms more `MPI_Init`.
 pub(super) fn begin_sized(c: &mut Ctx, part: usize) -> Result<Call> {
-    let w = window_for(part);
-    if w >= DEPTH as u64 {
+    // Small calls, the most, pass by one comparison instead of a division.
+    if part <= WINDOW_BYTES / DEPTH {
         return begin(c);
     }
+    let w = window_for(part);
     if let Some(s) = c.comm.slots.as_mut() {
         let j = window_index_from(w, s.calls + 1);
         s.calls = window_number(w, j) - 1;
@@ -188,9 +189,9 @@ const POPULATE_PEERS: usize = 32 << 20;
 /// before, 3.3 / 3.2 / 3.2 after (alltoallv 1 KiB 23.8 / 19.9 / 4.7
 /// against 4.2 / 4.4 / 4.0); at 2 ranks allreduce 1 KiB 6.4 / 5.1 / 0.3
 /// against 0.3 / 0.3 / 0.2. It costs `MPI_Init` about 13 ms there (2
-/// ranks 6 ms; Open MPI's took 265 ms), and calls of up to 8 KiB run
-/// alike afterwards (`-t`, alternated, 4 rounds, 4 ranks, 4-16 KiB:
-/// paired 0.98-1.08).
+/// ranks 6 ms; Open MPI's took 265 ms); with the mapping alone (all
+/// slots in use), long runs of calls read alike (`-t`, alternated, 4
+/// rounds, 4 ranks, 4 and 16 KiB: paired 0.98-1.08).
 pub fn populate(seg: &Segment, area: usize, me: usize, members: &[usize]) {
     seg.area(me, area).populate(populated_len, true);
     let at = members.iter().position(|&w| w == me).unwrap_or(0);
