@@ -203,6 +203,18 @@ fn write_watched(
     n
 }
 
+/// How often a wait looks at the health of the peers it needs
+/// (`Engine::check_health`): whether one died, the job was aborted, the
+/// wait was cancelled or timed out.
+const HEALTH_EVERY: Duration = Duration::from_millis(50);
+/// A wait whose rounds keep moving something reads the clock once in this
+/// many of them, for `HEALTH_EVERY`.
+const MOVES_PER_LOOK: u32 = 8;
+/// `Engine::check_reader` reads the clock once in this many writes that
+/// found their peer behind, and looks for the peer's process at most once
+/// in `READER_CHECK`.
+const READER_WRITES: u32 = 64;
+const READER_CHECK: Duration = HEALTH_EVERY;
 /// A yield shorter than this found nothing else to run on the core.
 const YIELD_ALONE: Duration = Duration::from_micros(2);
 /// How long a waiter whose yields come straight back keeps polling before it
@@ -336,6 +348,11 @@ pub struct Engine {
     /// sender's memory (`FERROCOLL_CMA`); off once the kernel refused a
     /// read here, so this rank asks for the data instead.
     cma: bool,
+    /// Writes that found their peer holding every post of the link
+    /// (`Link::backlogged`), and when such a peer's process was last looked
+    /// for (`check_reader`).
+    backlogged: u32,
+    reader_checked: Option<Instant>,
 }
 
 /// Unexpected-message buffers kept for reuse: sizes and count. A sender
@@ -545,6 +562,12 @@ fn reads_in_place(kind: SendKind) -> bool {
 
 /// Most bytes one `drain` call reads from a link before returning.
 const DRAIN_BUDGET: usize = 4 << 20;
+/// Most steps (a header, a piece of a body, a whole small message) one
+/// `drain` call takes: the budget alone let a rank whose peer sent it
+/// 8-byte messages faster than it took them spend half a second in one
+/// call, buffering 100000 of them, where other processes kept both cores
+/// busy (and its wait looked at its peers' health only between calls).
+const DRAIN_STEPS: usize = 4096;
 
 /// Largest message `Engine::take_whole` takes in one step (larger ones
 /// spend their time copying, not in the steps).
@@ -770,6 +793,8 @@ impl Engine {
             hosts: vec![0; n],
             multi_host: false,
             cma: params().cma,
+            backlogged: 0,
+            reader_checked: None,
         }
     }
 
@@ -978,7 +1003,9 @@ impl Engine {
         }
         self.sendq[dst].push_back(id);
         // Push what fits right away: small messages complete here.
-        self.push_sends(dst);
+        if self.push_sends(dst) {
+            self.check_reader(dst, op)?;
+        }
         // Only waits where ranks outnumber cores look at the mark
         // (`Awaited::Copying`); elsewhere it would cost a line crossing.
         if frame.kind == FrameKind::Pull {
@@ -1000,6 +1027,7 @@ impl Engine {
         tag: i32,
         data: &[u8],
         kind: SendKind,
+        op: &'static str,
     ) -> Result<bool> {
         self.check()?;
         if kind == SendKind::Rooted
@@ -1024,7 +1052,45 @@ impl Engine {
             return Ok(false);
         }
         self.ring_bell(dst);
+        self.check_reader(dst, op)?;
         Ok(true)
+    }
+
+    /// Fails, naming `dst`, if the peer that left this rank's last writes
+    /// to it unread (`Link::backlogged`) is no longer running: a rank that
+    /// only sends to a killed peer never waits for it until the link's ring
+    /// fills, tens of thousands of small messages later. Rank 1 of a 3-rank
+    /// `MPI_Scan` whose rank 2 was killed (it receives from rank 0 only)
+    /// went on for 60 s and more where other processes kept both cores
+    /// busy, each call then taking milliseconds. The process is looked for
+    /// (one system call) at most every `READER_CHECK`, and the clock read
+    /// once in `READER_WRITES` such writes.
+    fn check_reader(&mut self, dst: usize, op: &'static str) -> Result<()> {
+        if !self.links[dst].backlogged() {
+            return Ok(());
+        }
+        self.backlogged = self.backlogged.wrapping_add(1);
+        if !self.backlogged.is_multiple_of(READER_WRITES) {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if self
+            .reader_checked
+            .is_some_and(|t| now.duration_since(t) < READER_CHECK)
+        {
+            return Ok(());
+        }
+        self.reader_checked = Some(now);
+        let (Some(seg), Some(q)) = (&self.seg, self.on_seg[dst]) else {
+            return Ok(());
+        };
+        if pid_alive(seg.pid_of(q)) {
+            return Ok(());
+        }
+        seg.set_dead(dst);
+        let e = Error::PeerDied { rank: dst, op };
+        self.poison(e.clone());
+        Err(e)
     }
 
     /// Receives the next message from world rank `src` into `buf` without
@@ -1246,10 +1312,19 @@ impl Engine {
     /// `drain` grows as the bytes arrive.
     fn buffer_for(&mut self, len: usize) -> Vec<u8> {
         if len <= SMALL_CAP {
+            // Past what the pool keeps (a sender far ahead), a buffer of
+            // the message's size: one of `SMALL_CAP` took 128 times the
+            // bytes of an 8-byte message, and a rank buffering a flood of
+            // them grew by 100 MiB a second.
+            let fresh = if self.unexpected.len() < SMALL_COUNT {
+                SMALL_CAP
+            } else {
+                len
+            };
             let mut v = self
                 .small
                 .pop()
-                .unwrap_or_else(|| Vec::with_capacity(SMALL_CAP));
+                .unwrap_or_else(|| Vec::with_capacity(fresh));
             v.resize(len, 0);
             return v;
         }
@@ -1805,6 +1880,9 @@ impl Engine {
         // (start, last health check): read the clock only once spinning ends.
         let mut clock: Option<(Instant, Instant)> = None;
         let mut idle: u32 = 0;
+        // Rounds that moved something, and so never reached the checks of
+        // an idle one.
+        let mut moves: u32 = 0;
         // Whether the last yield came straight back, and when this stretch
         // of yields began (set at its first yield, so a wait that ends while
         // spinning never reads the clock).
@@ -1832,6 +1910,24 @@ impl Engine {
             }
             if moved {
                 idle = 0;
+                moves = moves.wrapping_add(1);
+                // Arrivals that never stop must not keep the wait from
+                // looking at the peers it needs: rank 1 of a 3-rank
+                // `MPI_Scan` whose rank 2 was killed waited for room in its
+                // full link to rank 2 while buffering rank 0's messages,
+                // which came faster than it took them where other processes
+                // kept both cores busy, and went on for 60 s and more.
+                if moves.is_multiple_of(MOVES_PER_LOOK) {
+                    if let Some(seg) = self.seg.clone() {
+                        let now = Instant::now();
+                        let (start, last) = clock.get_or_insert((now, now));
+                        if now.duration_since(*last) >= HEALTH_EVERY {
+                            *last = now;
+                            let start = *start;
+                            self.check_health(&seg, op, peers, strict, start, &mut done)?;
+                        }
+                    }
+                }
                 continue;
             }
             idle = idle.saturating_add(1);
@@ -1913,7 +2009,7 @@ impl Engine {
                 });
                 running_since = None;
             }
-            if now.duration_since(*last) >= Duration::from_millis(50) {
+            if now.duration_since(*last) >= HEALTH_EVERY {
                 *last = now;
                 let start = *start;
                 self.check_health(&seg, op, peers, strict, start, &mut done)?;
@@ -2313,7 +2409,10 @@ impl Engine {
         // Bounded, so that a peer sending as fast as this rank reads cannot
         // keep it here: the wait must see its own receive complete (a scan
         // over TCP livelocked so, its first rank sending for ever).
-        while read < DRAIN_BUDGET {
+        for _ in 0..DRAIN_STEPS {
+            if read >= DRAIN_BUDGET {
+                break;
+            }
             if let Some((n, completed)) = self.take_whole(src) {
                 read += n;
                 if completed && !self.crowded && !self.awaits_from(src) {
@@ -3006,10 +3105,11 @@ mod tests {
             assert_eq!(tx.is_done(paired), crowded, "crowded {crowded}");
             assert!(!tx.is_done(plain), "crowded {crowded}");
             assert_eq!(
-                tx.send_now(1, 7, 1, data, SendKind::Paired).unwrap(),
+                tx.send_now(1, 7, 1, data, SendKind::Paired, "test")
+                    .unwrap(),
                 crowded
             );
-            assert!(!tx.send_now(1, 7, 1, data, SendKind::Plain).unwrap());
+            assert!(!tx.send_now(1, 7, 1, data, SendKind::Plain, "test").unwrap());
         }
         drop(tx);
     }
@@ -3323,12 +3423,16 @@ mod tests {
         // Rank 2's message arrives: only rank 1 counts now, paused or not.
         seg.on_cpu(2).store(other | PAUSED, Ordering::Relaxed);
         let mut e2 = Engine::over_shm(2, seg.clone());
-        assert!(e2.send_now(0, 7, 1, &[5; 8], SendKind::Plain).unwrap());
+        assert!(e2
+            .send_now(0, 7, 1, &[5; 8], SendKind::Plain, "test")
+            .unwrap());
         e.wait(ids[1], "t").unwrap();
         assert!(elsewhere(&e) && !off_cores(&e));
         assert!(!e.all_awaited(Awaited::Nobody, |_| true));
         let mut e1 = Engine::over_shm(1, seg.clone());
-        assert!(e1.send_now(0, 7, 1, &[6; 8], SendKind::Plain).unwrap());
+        assert!(e1
+            .send_now(0, 7, 1, &[6; 8], SendKind::Plain, "test")
+            .unwrap());
         e.wait(ids[0], "t").unwrap();
         assert!(!elsewhere(&e), "no pending peer left to poll for");
         assert_eq!(bufs, [[6; 8], [5; 8]]);
@@ -3348,6 +3452,101 @@ mod tests {
             other => panic!("expected the death of rank 2, got {other:?}"),
         }
         assert!(matches!(e.check(), Err(Error::Poisoned(_))));
+    }
+
+    /// The id of a process that has exited and been reaped.
+    fn gone_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!pid_alive(pid), "pid {pid} was taken again");
+        pid
+    }
+
+    /// A rank that only sends to a peer whose process is gone fails long
+    /// before the link's ring fills (1 MiB: about 26000 messages of 8
+    /// bytes), naming that peer, whether it sends at once (`send_now`, as
+    /// `MPI_Send`) or posts the send (`isend`, as a collective); a peer
+    /// that is alive but behind is no failure.
+    #[test]
+    fn sends_fail_once_their_reader_is_gone() {
+        for posted in [false, true] {
+            let seg = Arc::new(Segment::anonymous(3, 1 << 20).unwrap());
+            let mut e = Engine::over_shm(0, seg.clone());
+            let data = [7u8; 8];
+            let send = |e: &mut Engine, dst: usize| -> Result<()> {
+                if posted {
+                    // SAFETY: `data` outlives the wait.
+                    let raw = unsafe { RawBuf::new(data.as_ptr() as *mut u8, data.len()) };
+                    let id = e.isend(dst, 7, 1, raw, "MPI_Scan")?;
+                    e.wait(id, "MPI_Scan").map(|_| ())
+                } else {
+                    assert!(e.send_now(dst, 7, 1, &data, SendKind::Plain, "MPI_Send")?);
+                    Ok(())
+                }
+            };
+            // Rank 1 runs (this process) and reads nothing: no failure.
+            for _ in 0..500 {
+                send(&mut e, 1).unwrap();
+            }
+            seg.set_pid(2, gone_pid());
+            // The process is looked for at most every `READER_CHECK`.
+            let mut sent = 0u32;
+            let err = loop {
+                match send(&mut e, 2) {
+                    Ok(()) => sent += 1,
+                    Err(err) => break err,
+                }
+                if sent.is_multiple_of(64) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                assert!(sent < 5000, "{sent} sends to a dead peer went through");
+            };
+            match err {
+                Error::PeerDied { rank: 2, .. } => {}
+                other => panic!("expected the death of rank 2, got {other:?}"),
+            }
+            assert!(
+                sent >= 32,
+                "failed after {sent} sends, before the posts filled"
+            );
+            assert_eq!(seg.dead(), Some(2), "the host's other ranks are told");
+            assert!(matches!(e.check(), Err(Error::Poisoned(_))));
+        }
+    }
+
+    /// One `drain` takes at most `DRAIN_STEPS` steps, so a wait between
+    /// two of them can look at its peers' health however fast its sender
+    /// writes; and past what the pool keeps, a small message is buffered
+    /// in a buffer of its own size, not of `SMALL_CAP` bytes.
+    #[test]
+    fn floods_are_drained_in_bounded_steps_and_buffered_tightly() {
+        let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
+        let mut tx = Engine::over_shm(1, seg.clone());
+        let mut rx = Engine::over_shm(0, seg);
+        let mut sent = 0;
+        while tx
+            .send_now(0, 7, 1, &[3u8; 8], SendKind::Plain, "MPI_Send")
+            .unwrap()
+        {
+            sent += 1;
+        }
+        assert!(sent > DRAIN_STEPS, "only {sent} messages fit the ring");
+        assert!(rx.progress());
+        let first = rx.unexpected.len();
+        assert!(
+            (DRAIN_STEPS / 2..=DRAIN_STEPS).contains(&first),
+            "one drain buffered {first} of {sent} messages"
+        );
+        while rx.progress() {}
+        assert_eq!(rx.unexpected.len(), sent);
+        let caps: Vec<usize> = rx.unexpected.iter().map(|u| u.data.capacity()).collect();
+        assert!(caps[..SMALL_COUNT].iter().all(|&c| c == SMALL_CAP));
+        assert!(
+            caps[SMALL_COUNT..].iter().all(|&c| c < 64),
+            "capacities past the pool: {:?}",
+            &caps[SMALL_COUNT..SMALL_COUNT + 8]
+        );
     }
 
     /// A peer shares this rank's core when its `on_cpu` word names this
@@ -3536,10 +3735,12 @@ mod tests {
         let mut e = Engine::over_shm(0, seg);
         e.rndv_min = usize::MAX;
         let mut data: Vec<u8> = (0..40_000u32).map(|i| i as u8).collect();
-        assert!(e.send_now(1, 7, 1, &data[..1000], SendKind::Plain).unwrap());
+        assert!(e
+            .send_now(1, 7, 1, &data[..1000], SendKind::Plain, "test")
+            .unwrap());
         assert_eq!(e.far.recorded, 0, "short messages are not timed");
         assert!(e
-            .send_now(1, 7, 1, &data[..20_000], SendKind::Plain)
+            .send_now(1, 7, 1, &data[..20_000], SendKind::Plain, "test")
             .unwrap());
         assert_eq!(e.far.recorded, FRAME_BYTES + 20_000);
         // SAFETY: `data` outlives the request, completed before it is freed.

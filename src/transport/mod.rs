@@ -164,6 +164,16 @@ impl Link {
         matches!(self, Link::Shm { .. })
     }
 
+    /// Whether the peer left this side's last messages unread (a
+    /// shared-memory ring whose posts it still held at the last look; see
+    /// `Ring::backlogged`); cheap.
+    pub fn backlogged(&self) -> bool {
+        match self {
+            Link::Shm { tx, .. } => tx.backlogged(),
+            _ => false,
+        }
+    }
+
     /// Whether the link can carry nothing more (its peer is gone); cheap,
     /// unlike `failure`.
     pub fn has_failed(&self) -> bool {

@@ -17,6 +17,13 @@
 #   FAULT_LAUNCHER_LIMIT  seconds ferrorun may take to exit after the death (2)
 #   FAULT_DETECT_LIMIT    seconds a survivor may take to fail without a launcher (5)
 #   FAULT_MODE     env or ferrorun: only runs of that kind (default: alternate)
+#   FAULT_OPS      the collectives to draw from (default: all of them)
+#   FAULT_LOAD     busy processes to run beside the jobs (default 0)
+#   FAULT_CASE     "TRANSPORT N OP BYTES VICTIM" for every run instead of a
+#                  random draw (the delay stays random); with FAULT_LOAD=2,
+#                  "shm 3 scan 8 2" once found the survivors calling on for
+#                  60 s and more: rank 1 buffered rank 0's messages for ever
+#                  while its link to the dead rank 2 stayed full
 #   FAULT_KEEP     where the files of failed runs are kept (default: deleted)
 #   FERROCOLL_LIB_DIR  where libferrocoll.so and ferrorun are (target/release)
 set -u
@@ -36,8 +43,9 @@ RANDOM=$seed
 
 work=$(mktemp -d /tmp/ferrocoll-faults.XXXXXX)
 started=()
+load=()
 cleanup() {
-  for p in "${started[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for p in "${started[@]}" "${load[@]}"; do kill -9 "$p" 2>/dev/null; done
   pkill -9 -f -- "^$work/storm " 2>/dev/null
   rm -rf "$work"
 }
@@ -47,7 +55,12 @@ trap 'exit 130' INT TERM
 cc -O1 -Wall -Werror -Iinclude tests/robustness/storm.c -o "$work/storm" \
   -L"$libdir" -lferrocoll -Wl,-rpath,"$libdir" || exit 2
 
-ops=(allreduce bcast reduce allgather alltoall gather scatter reduce_scatter barrier sendrecv scan)
+read -r -a ops <<<"${FAULT_OPS:-allreduce bcast reduce allgather alltoall gather scatter reduce_scatter barrier sendrecv scan}"
+for ((l = 0; l < ${FAULT_LOAD:-0}; l++)); do
+  sh -c 'while :; do :; done' &
+  load+=($!)
+  disown $!
+done
 sizes=(8 1024 65536 1048576 4194304)
 secret=$(printf '%064d' 5)
 now() { date +%s.%N; }
@@ -69,7 +82,7 @@ wait_files() {
 results=$work/results
 : >"$results"
 failures=0
-echo "faults.sh: $runs runs, seed $seed"
+echo "faults.sh: $runs runs, seed $seed${FAULT_LOAD:+, $FAULT_LOAD busy processes beside}"
 for ((i = 1; i <= runs; i++)); do
   mode=${FAULT_MODE:-$([ $((i % 2)) -eq 1 ] && echo env || echo ferrorun)}
   transport=$([ $((RANDOM % 2)) -eq 0 ] && echo shm || echo tcp)
@@ -77,6 +90,9 @@ for ((i = 1; i <= runs; i++)); do
   op=${ops[$((RANDOM % ${#ops[@]}))]}
   bytes=${sizes[$((RANDOM % ${#sizes[@]}))]}
   victim=$((RANDOM % n))
+  if [ -n "${FAULT_CASE:-}" ]; then
+    read -r transport n op bytes victim <<<"$FAULT_CASE"
+  fi
   delay_ms=$((RANDOM % 800))
   dir=$work/run$i
   mkdir -p "$dir"

@@ -379,7 +379,7 @@ pub fn send(
         let data = unsafe { ptr::bytes(buf, bytes) };
         // Not sent at once: decline, and the general path posts it.
         l.eng
-            .send_now(to, ctx, tag, data, SendKind::Program)
+            .send_now(to, ctx, tag, data, SendKind::Program, "MPI_Send")
             .map(|sent| sent.then_some(()))
             .transpose()
     })
@@ -471,7 +471,10 @@ pub fn sendrecv(
         let (to, from, ctx) = (member(&l, dest)?, member(&l, source)?, l.comm.p2p_ctx());
         // SAFETY: non-null, sized by count and type (MPI contract), apart.
         let (out, into) = unsafe { (ptr::bytes(sbuf, sbytes), ptr::bytes_mut(rbuf, rbytes)) };
-        match l.eng.send_now(to, ctx, stag, out, SendKind::Paired) {
+        match l
+            .eng
+            .send_now(to, ctx, stag, out, SendKind::Paired, "MPI_Sendrecv")
+        {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => return Some(Err(e)),
@@ -527,7 +530,10 @@ pub fn isend(
         let (to, ctx) = (member(&l, dest)?, l.comm.p2p_ctx());
         // SAFETY: non-null, count elements of dt (MPI contract).
         let data = unsafe { ptr::bytes(buf, bytes) };
-        match l.eng.send_now(to, ctx, tag, data, SendKind::Program) {
+        match l
+            .eng
+            .send_now(to, ctx, tag, data, SendKind::Program, "MPI_Isend")
+        {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => return Some(Err(e)),

@@ -361,6 +361,14 @@ impl Ring {
         }
     }
 
+    /// Producer: whether the consumer held every post when this side last
+    /// looked (`freed` as last loaded): it is at least `POSTS` messages
+    /// behind, or gone. Reads no shared line, and may say so for one write
+    /// in `POSTS` of a consumer that keeps up.
+    pub fn backlogged(&self) -> bool {
+        self.posts.get() - self.freed_seen.get() >= POSTS as u64
+    }
+
     /// Bytes the producer may write now.
     pub fn writable(&self) -> usize {
         self.free_for(self.cap)

@@ -444,6 +444,13 @@ impl Segment {
         self.nranks
     }
 
+    /// Records `pid` as `rank`'s process (tests: a peer whose process is
+    /// gone).
+    #[cfg(test)]
+    pub fn set_pid(&self, rank: usize, pid: u32) {
+        self.pid(rank).store(pid, Ordering::Release);
+    }
+
     /// Process id of `rank`, or 0 if it has not attached yet.
     pub fn pid_of(&self, rank: usize) -> u32 {
         self.pid(rank).load(Ordering::Acquire)
