@@ -428,13 +428,13 @@ fn large_reduce_scatter() {
 
 #[test]
 fn alltoall_reduce_scatter_scan_barrier() {
-    for (a2a, rs, bar) in [
-        ("direct", "ring", "dissemination"),
-        ("pairwise", "reduce_scatterv", "slots"),
-        ("slots", "slots", "slots"),
-        ("stream", "ring", "slots"),
-        ("pull", "pull", "slots"),
-        ("auto", "auto", "auto"),
+    for (a2a, rs, bar, scan) in [
+        ("direct", "ring", "dissemination", "chain"),
+        ("pairwise", "reduce_scatterv", "slots", "slots"),
+        ("slots", "slots", "slots", "slots"),
+        ("stream", "ring", "slots", "chain"),
+        ("pull", "pull", "slots", "slots"),
+        ("auto", "auto", "auto", "auto"),
     ] {
         for n in RANKS {
             // Streamed: several chunks, the last one short; automatic:
@@ -447,7 +447,12 @@ fn alltoall_reduce_scatter_scan_barrier() {
             for count in counts(n, false).into_iter().chain(extra) {
                 world(
                     n,
-                    &[("alltoall", a2a), ("reduce_scatter", rs), ("barrier", bar)],
+                    &[
+                        ("alltoall", a2a),
+                        ("reduce_scatter", rs),
+                        ("barrier", bar),
+                        ("scan", scan),
+                    ],
                     |r, eng, comm| {
                         coll::barrier::barrier(&mut Ctx::new(eng, comm)).unwrap();
                         let b = count * 4;
@@ -502,13 +507,18 @@ fn alltoall_reduce_scatter_scan_barrier() {
                             buf[..c8[r]] == want[off..off + c8[r]],
                             "nc reduce_scatter n={n}"
                         );
-                        // Scan / exscan, non-commutative.
+                        // Scan / exscan, non-commutative, from `send` and
+                        // in place.
                         let mine = affine(r, count.min(2000));
                         let mut out = vec![0u8; mine.len()];
                         coll::scan::scan(&mut Ctx::new(eng, comm), Some(&mine), &mut out, &COMPOSE)
                             .unwrap();
                         let want = fold_ref((0..=r).map(|q| affine(q, count.min(2000))), &COMPOSE);
-                        assert!(out == want, "scan n={n}");
+                        assert!(out == want, "scan {scan} n={n} count={count}");
+                        let mut buf = mine.clone();
+                        coll::scan::scan(&mut Ctx::new(eng, comm), None, &mut buf, &COMPOSE)
+                            .unwrap();
+                        assert!(buf == want, "in-place scan {scan} n={n} count={count}");
                         let mut out = vec![0u8; mine.len()];
                         coll::scan::exscan(
                             &mut Ctx::new(eng, comm),
@@ -517,10 +527,17 @@ fn alltoall_reduce_scatter_scan_barrier() {
                             &COMPOSE,
                         )
                         .unwrap();
+                        let mut buf = mine.clone();
+                        coll::scan::exscan(&mut Ctx::new(eng, comm), None, &mut buf, &COMPOSE)
+                            .unwrap();
                         if r > 0 {
                             let want =
                                 fold_ref((0..r).map(|q| affine(q, count.min(2000))), &COMPOSE);
-                            assert!(out == want, "exscan n={n}");
+                            assert!(out == want, "exscan {scan} n={n} count={count}");
+                            assert!(buf == want, "in-place exscan {scan} n={n} count={count}");
+                        } else {
+                            assert!(out.iter().all(|&b| b == 0), "exscan {scan}: rank 0's out");
+                            assert!(buf == mine, "in-place exscan {scan}: rank 0's buffer");
                         }
                     },
                 );

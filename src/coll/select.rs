@@ -76,7 +76,7 @@ const ALGORITHMS: &[(&str, &[&str])] = &[
         "alltoall",
         &["direct", "pairwise", "slots", "stream", "pull"],
     ),
-    ("scan", &["chain"]),
+    ("scan", &["chain", "slots"]),
     ("barrier", &["dissemination", "slots"]),
     ("gather", &["direct", "slots", "stream", "pull"]),
     ("scatter", &["direct", "slots", "stream", "pull"]),

@@ -974,6 +974,58 @@ pub fn allreduce(c: &mut Ctx, send: Option<&[u8]>, out: &mut [u8], red: &Reducer
     Ok(())
 }
 
+/// Prefix reduction (`MPI_Scan`, or where `exclusive`, `MPI_Exscan`) of
+/// `recv.len() <= SLOT_DATA` bytes: every rank but the last publishes its
+/// input (`send`, or in place `recv`), and rank r folds the parts of the
+/// ranks below it (and, inclusive, its own) in rank order, `x0 op (x1 op
+/// (... op xr))` as `fold_with_own` does, so that the last rank's
+/// inclusive result is an allreduce's. No rank waits for one above it.
+/// Rank 0's exclusive result is left as it is (undefined in MPI).
+pub fn scan(
+    c: &mut Ctx,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    red: &Reducer,
+    exclusive: bool,
+) -> Result<()> {
+    let (n, me, len) = (c.size(), c.rank(), recv.len());
+    if send.is_some_and(|s| s.len() != len) {
+        return Err(Error::InvalidArg(
+            "scan send and receive buffers differ in length".into(),
+        ));
+    }
+    let call = begin_sized(c, len)?;
+    if me + 1 < n {
+        let input = send.unwrap_or(recv);
+        publish_quiet(c, &call, len, false, Place::Rooted, |d| {
+            copy(d, input);
+            Ok(())
+        })?;
+    }
+    for p in 0..me {
+        wait_rooted(c, &call, p, len)?;
+    }
+    let far = Place::Rooted.far(len);
+    // The rightmost operand into `recv`, then the others from its left.
+    let top = match (exclusive, send) {
+        (false, Some(own)) => {
+            copy(recv, own);
+            me
+        }
+        (false, None) => me,
+        (true, _) if me > 0 => {
+            copy(recv, part(c, &call, me - 1, far, 0, len));
+            me - 1
+        }
+        (true, _) => 0,
+    };
+    for p in (0..top).rev() {
+        red.fold_left(part(c, &call, p, far, 0, len), recv);
+    }
+    finish(c, call, false);
+    Ok(())
+}
+
 /// Reduce-scatter: every rank gives the whole vector of `total <=
 /// SLOT_DATA` bytes in `send` (or, in place, in `out`), and rank `r` gets
 /// block `blocks[r]` reduced into the start of `out`.
