@@ -504,6 +504,9 @@ fn scan_like(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::scan(sendbuf, recvbuf, count, datatype, op, comm, exclusive) {
+        return rc;
+    }
     call(name, comm, |rt| {
         rt.comm(comm)?;
         let red = rt.red(op, datatype)?;

@@ -213,6 +213,33 @@ pub fn allreduce(
     })
 }
 
+/// `MPI_Scan`, or where `exclusive`, `MPI_Exscan`.
+pub fn scan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    exclusive: bool,
+) -> Option<c_int> {
+    let name = if exclusive { "MPI_Exscan" } else { "MPI_Scan" };
+    lane(name, comm, |l| {
+        let (len, b) = sized(count, dt)?;
+        let k = kernel(op, b)?;
+        if !plain(send) || !plain(recv) || !apart(send, len, recv, len) {
+            return None;
+        }
+        // SAFETY: non-null, count elements of dt (MPI contract), apart.
+        let (s, r) = unsafe { (ptr::bytes(send, len), ptr::bytes_mut(recv, len)) };
+        let red = builtin_reducer(b, &k);
+        l.run(|c| match exclusive {
+            true => coll::scan::exscan(c, Some(s), r, &red),
+            false => coll::scan::scan(c, Some(s), r, &red),
+        })
+    })
+}
+
 /// `MPI_Gather` (the send side alone counts away from the root).
 pub fn gather(
     send: *const c_void,
