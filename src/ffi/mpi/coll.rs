@@ -879,6 +879,11 @@ pub extern "C" fn PMPI_Gatherv(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::gatherv(
+        sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+    ) {
+        return rc;
+    }
     call("MPI_Gatherv", comm, |rt| {
         let (me, n) = rt.size_of(comm)?;
         let root = bad_root(root, n)?;

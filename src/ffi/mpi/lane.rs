@@ -270,6 +270,75 @@ pub fn gather(
     })
 }
 
+/// `MPI_Gatherv` (the send side alone counts away from the root): at the
+/// root, blocks of the send's predefined type at displacements of at
+/// least 0; any other layout declines.
+#[allow(clippy::too_many_arguments)]
+pub fn gatherv(
+    send: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<c_int> {
+    lane("MPI_Gatherv", comm, |l| {
+        let (len, b) = sized(scount, stype)?;
+        let root = bad_root(root, l.size()).ok()?;
+        if !plain(send) {
+            return None;
+        }
+        // SAFETY: non-null, scount elements of stype (MPI contract).
+        let s = unsafe { ptr::bytes(send, len) };
+        if l.rank() != root {
+            return l.run(|c| coll::gather::gatherv(c, Some(s), None, &[], root));
+        }
+        if rtype != stype || !plain(recv) || rcounts.is_null() || displs.is_null() {
+            return None;
+        }
+        let n = l.size();
+        // SAFETY: non-null, one entry per rank (MPI contract).
+        let (counts, disps) = unsafe {
+            (
+                std::slice::from_raw_parts(rcounts, n),
+                std::slice::from_raw_parts(displs, n),
+            )
+        };
+        let extent = b.elem.extent();
+        let mut blocks = Scratch::new();
+        let blocks = blocks.take(n);
+        // As the general path lays them out (`v_blocks`): from the first
+        // non-empty block's start, empty ones at 0.
+        let (mut base, mut end) = (usize::MAX, 0);
+        for (blk, (&k, &d)) in blocks.iter_mut().zip(counts.iter().zip(disps)) {
+            let bytes = usize::try_from(k).ok()?.checked_mul(extent)?;
+            let off = usize::try_from(d).ok()?.checked_mul(extent)?;
+            *blk = (off, bytes);
+            if bytes > 0 {
+                base = base.min(off);
+                end = end.max(off.checked_add(bytes)?);
+            }
+        }
+        if end == 0 || end > isize::MAX as usize {
+            return None;
+        }
+        for blk in blocks.iter_mut() {
+            blk.0 = if blk.1 > 0 { blk.0 - base } else { 0 };
+        }
+        let all = (recv as *mut u8).wrapping_add(base) as *mut c_void;
+        if !apart(send, len, all, end - base) {
+            return None;
+        }
+        // SAFETY: non-null, covers every non-empty block (MPI contract),
+        // apart from `s`.
+        let r = unsafe { ptr::bytes_mut(all, end - base) };
+        l.run(|c| coll::gather::gatherv(c, Some(s), Some(r), blocks, root))
+    })
+}
+
 /// `MPI_Scatter` (the receive side alone counts away from the root).
 pub fn scatter(
     send: *const c_void,
