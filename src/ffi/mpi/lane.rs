@@ -192,6 +192,26 @@ pub fn reduce(
     })
 }
 
+/// The buffers of a reduction into every rank's `recv` (allreduce, scan)
+/// of `count` elements of predefined type `dt` by predefined `op`, plain
+/// and apart, with the type and the op's kernel.
+fn reduction<'b>(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+) -> Option<(&'b [u8], &'b mut [u8], &'static Builtin, KernelFn)> {
+    let (len, b) = sized(count, dt)?;
+    let k = kernel(op, b)?;
+    if !plain(send) || !plain(recv) || !apart(send, len, recv, len) {
+        return None;
+    }
+    // SAFETY: non-null, count elements of dt (MPI contract), apart.
+    let (s, r) = unsafe { (ptr::bytes(send, len), ptr::bytes_mut(recv, len)) };
+    Some((s, r, b, k))
+}
+
 /// `MPI_Allreduce`.
 pub fn allreduce(
     send: *const c_void,
@@ -202,13 +222,7 @@ pub fn allreduce(
     comm: MPI_Comm,
 ) -> Option<c_int> {
     lane("MPI_Allreduce", comm, |l| {
-        let (len, b) = sized(count, dt)?;
-        let k = kernel(op, b)?;
-        if !plain(send) || !plain(recv) || !apart(send, len, recv, len) {
-            return None;
-        }
-        // SAFETY: non-null, count elements of dt (MPI contract), apart.
-        let (s, r) = unsafe { (ptr::bytes(send, len), ptr::bytes_mut(recv, len)) };
+        let (s, r, b, k) = reduction(send, recv, count, dt, op)?;
         l.run(|c| coll::allreduce::allreduce(c, Some(s), r, &builtin_reducer(b, &k)))
     })
 }
@@ -225,19 +239,31 @@ pub fn scan(
 ) -> Option<c_int> {
     let name = if exclusive { "MPI_Exscan" } else { "MPI_Scan" };
     lane(name, comm, |l| {
-        let (len, b) = sized(count, dt)?;
-        let k = kernel(op, b)?;
-        if !plain(send) || !plain(recv) || !apart(send, len, recv, len) {
-            return None;
-        }
-        // SAFETY: non-null, count elements of dt (MPI contract), apart.
-        let (s, r) = unsafe { (ptr::bytes(send, len), ptr::bytes_mut(recv, len)) };
+        let (s, r, b, k) = reduction(send, recv, count, dt, op)?;
         let red = builtin_reducer(b, &k);
         l.run(|c| match exclusive {
             true => coll::scan::exscan(c, Some(s), r, &red),
             false => coll::scan::scan(c, Some(s), r, &red),
         })
     })
+}
+
+/// A gather's send buffer, `scount` elements of predefined type `stype`,
+/// plain, with the type and the root (checked).
+fn gather_send<'b>(
+    l: &Lane,
+    send: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    root: c_int,
+) -> Option<(&'b [u8], &'static Builtin, usize)> {
+    let (len, b) = sized(scount, stype)?;
+    let root = bad_root(root, l.size()).ok()?;
+    if !plain(send) {
+        return None;
+    }
+    // SAFETY: non-null, scount elements of stype (MPI contract).
+    Some((unsafe { ptr::bytes(send, len) }, b, root))
 }
 
 /// `MPI_Gather` (the send side alone counts away from the root).
@@ -252,13 +278,8 @@ pub fn gather(
     comm: MPI_Comm,
 ) -> Option<c_int> {
     lane("MPI_Gather", comm, |l| {
-        let (len, _) = sized(scount, stype)?;
-        let root = bad_root(root, l.size()).ok()?;
-        if !plain(send) {
-            return None;
-        }
-        // SAFETY: non-null, scount elements of stype (MPI contract).
-        let s = unsafe { ptr::bytes(send, len) };
+        let (s, _, root) = gather_send(&l, send, scount, stype, root)?;
+        let len = s.len();
         if l.rank() != root {
             // As the root (`gather` chooses by `len`, known everywhere).
             return l.run(|c| coll::gather::gather(c, Some(s), None, len, root));
@@ -286,13 +307,8 @@ pub fn gatherv(
     comm: MPI_Comm,
 ) -> Option<c_int> {
     lane("MPI_Gatherv", comm, |l| {
-        let (len, b) = sized(scount, stype)?;
-        let root = bad_root(root, l.size()).ok()?;
-        if !plain(send) {
-            return None;
-        }
-        // SAFETY: non-null, scount elements of stype (MPI contract).
-        let s = unsafe { ptr::bytes(send, len) };
+        let (s, b, root) = gather_send(&l, send, scount, stype, root)?;
+        let len = s.len();
         if l.rank() != root {
             return l.run(|c| coll::gather::gatherv(c, Some(s), None, &[], root));
         }
