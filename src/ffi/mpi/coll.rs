@@ -1060,6 +1060,11 @@ pub extern "C" fn PMPI_Scatterv(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::scatterv(
+        sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+    ) {
+        return rc;
+    }
     call("MPI_Scatterv", comm, |rt| {
         let (me, n) = rt.size_of(comm)?;
         let root = bad_root(root, n)?;

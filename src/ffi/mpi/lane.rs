@@ -315,43 +315,98 @@ pub fn gatherv(
         if rtype != stype || !plain(recv) || rcounts.is_null() || displs.is_null() {
             return None;
         }
-        let n = l.size();
-        // SAFETY: non-null, one entry per rank (MPI contract).
-        let (counts, disps) = unsafe {
-            (
-                std::slice::from_raw_parts(rcounts, n),
-                std::slice::from_raw_parts(displs, n),
-            )
-        };
-        let extent = b.elem.extent();
         let mut blocks = Scratch::new();
-        let blocks = blocks.take(n);
-        // As the general path lays them out (`v_blocks`): from the first
-        // non-empty block's start, empty ones at 0.
-        let (mut base, mut end) = (usize::MAX, 0);
-        for (blk, (&k, &d)) in blocks.iter_mut().zip(counts.iter().zip(disps)) {
-            let bytes = usize::try_from(k).ok()?.checked_mul(extent)?;
-            let off = usize::try_from(d).ok()?.checked_mul(extent)?;
-            *blk = (off, bytes);
-            if bytes > 0 {
-                base = base.min(off);
-                end = end.max(off.checked_add(bytes)?);
-            }
-        }
-        if end == 0 || end > isize::MAX as usize {
-            return None;
-        }
-        for blk in blocks.iter_mut() {
-            blk.0 = if blk.1 > 0 { blk.0 - base } else { 0 };
-        }
+        let blocks = blocks.take(l.size());
+        let (base, span) = v_layout(rcounts, displs, b, blocks)?;
         let all = (recv as *mut u8).wrapping_add(base) as *mut c_void;
-        if !apart(send, len, all, end - base) {
+        if !apart(send, len, all, span) {
             return None;
         }
         // SAFETY: non-null, covers every non-empty block (MPI contract),
         // apart from `s`.
-        let r = unsafe { ptr::bytes_mut(all, end - base) };
+        let r = unsafe { ptr::bytes_mut(all, span) };
         l.run(|c| coll::gather::gatherv(c, Some(s), Some(r), blocks, root))
+    })
+}
+
+/// The root's blocks of a v-variant (`counts` and `displs` of
+/// `blocks.len()` entries each, non-null), of predefined type `b`, as the
+/// general path lays them out (`v_blocks`): from the first non-empty
+/// block's start, empty ones at 0; `(base, span)` of the buffer they lie
+/// in. `None` for a negative count or displacement, or none non-empty.
+fn v_layout(
+    counts: *const c_int,
+    displs: *const c_int,
+    b: &Builtin,
+    blocks: &mut [(usize, usize)],
+) -> Option<(usize, usize)> {
+    // SAFETY: non-null, one entry per rank (MPI contract).
+    let (counts, displs) = unsafe {
+        (
+            std::slice::from_raw_parts(counts, blocks.len()),
+            std::slice::from_raw_parts(displs, blocks.len()),
+        )
+    };
+    let extent = b.elem.extent();
+    let (mut base, mut end) = (usize::MAX, 0);
+    for (blk, (&k, &d)) in blocks.iter_mut().zip(counts.iter().zip(displs)) {
+        let bytes = usize::try_from(k).ok()?.checked_mul(extent)?;
+        let off = usize::try_from(d).ok()?.checked_mul(extent)?;
+        *blk = (off, bytes);
+        if bytes > 0 {
+            base = base.min(off);
+            end = end.max(off.checked_add(bytes)?);
+        }
+    }
+    if end == 0 || end > isize::MAX as usize {
+        return None;
+    }
+    for blk in blocks.iter_mut() {
+        blk.0 = if blk.1 > 0 { blk.0 - base } else { 0 };
+    }
+    Some((base, end - base))
+}
+
+/// `MPI_Scatterv` (the receive side alone counts away from the root): at
+/// the root, blocks of the receive's predefined type at displacements of
+/// at least 0; any other layout declines.
+#[allow(clippy::too_many_arguments)]
+pub fn scatterv(
+    send: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    stype: MPI_Datatype,
+    recv: *mut c_void,
+    rcount: c_int,
+    rtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<c_int> {
+    lane("MPI_Scatterv", comm, |l| {
+        let (len, b) = sized(rcount, rtype)?;
+        let root = bad_root(root, l.size()).ok()?;
+        if !plain(recv) {
+            return None;
+        }
+        if l.rank() != root {
+            // SAFETY: non-null, rcount elements of rtype (MPI contract).
+            let r = unsafe { ptr::bytes_mut(recv, len) };
+            return l.run(|c| coll::gather::scatterv(c, None, &[], Some(r), root));
+        }
+        if rtype != stype || !plain(send) || scounts.is_null() || displs.is_null() {
+            return None;
+        }
+        let mut blocks = Scratch::new();
+        let blocks = blocks.take(l.size());
+        let (base, span) = v_layout(scounts, displs, b, blocks)?;
+        let all = (send as *const u8).wrapping_add(base) as *const c_void;
+        if !apart(all, span, recv, len) {
+            return None;
+        }
+        // SAFETY: non-null, covers every non-empty block (MPI contract);
+        // `recv` holds rcount elements of rtype, apart from them.
+        let (s, r) = unsafe { (ptr::bytes(all, span), ptr::bytes_mut(recv, len)) };
+        l.run(|c| coll::gather::scatterv(c, Some(s), blocks, Some(r), root))
     })
 }
 
