@@ -367,6 +367,24 @@ fn v_layout(
     Some((base, end - base))
 }
 
+/// A scatter's receive buffer, `rcount` elements of predefined type
+/// `rtype`, plain, with the type and the root (checked).
+fn scatter_recv<'b>(
+    l: &Lane,
+    recv: *mut c_void,
+    rcount: c_int,
+    rtype: MPI_Datatype,
+    root: c_int,
+) -> Option<(&'b mut [u8], &'static Builtin, usize)> {
+    let (len, b) = sized(rcount, rtype)?;
+    let root = bad_root(root, l.size()).ok()?;
+    if !plain(recv) {
+        return None;
+    }
+    // SAFETY: non-null, rcount elements of rtype (MPI contract).
+    Some((unsafe { ptr::bytes_mut(recv, len) }, b, root))
+}
+
 /// `MPI_Scatterv` (the receive side alone counts away from the root): at
 /// the root, blocks of the receive's predefined type at displacements of
 /// at least 0; any other layout declines.
@@ -383,14 +401,9 @@ pub fn scatterv(
     comm: MPI_Comm,
 ) -> Option<c_int> {
     lane("MPI_Scatterv", comm, |l| {
-        let (len, b) = sized(rcount, rtype)?;
-        let root = bad_root(root, l.size()).ok()?;
-        if !plain(recv) {
-            return None;
-        }
+        let (r, b, root) = scatter_recv(&l, recv, rcount, rtype, root)?;
+        let len = r.len();
         if l.rank() != root {
-            // SAFETY: non-null, rcount elements of rtype (MPI contract).
-            let r = unsafe { ptr::bytes_mut(recv, len) };
             return l.run(|c| coll::gather::scatterv(c, None, &[], Some(r), root));
         }
         if rtype != stype || !plain(send) || scounts.is_null() || displs.is_null() {
@@ -403,9 +416,9 @@ pub fn scatterv(
         if !apart(all, span, recv, len) {
             return None;
         }
-        // SAFETY: non-null, covers every non-empty block (MPI contract);
-        // `recv` holds rcount elements of rtype, apart from them.
-        let (s, r) = unsafe { (ptr::bytes(all, span), ptr::bytes_mut(recv, len)) };
+        // SAFETY: non-null, covers every non-empty block (MPI contract),
+        // apart from `r`.
+        let s = unsafe { ptr::bytes(all, span) };
         l.run(|c| coll::gather::scatterv(c, Some(s), blocks, Some(r), root))
     })
 }
@@ -422,13 +435,8 @@ pub fn scatter(
     comm: MPI_Comm,
 ) -> Option<c_int> {
     lane("MPI_Scatter", comm, |l| {
-        let (len, _) = sized(rcount, rtype)?;
-        let root = bad_root(root, l.size()).ok()?;
-        if !plain(recv) {
-            return None;
-        }
-        // SAFETY: non-null, rcount elements of rtype (MPI contract).
-        let r = unsafe { ptr::bytes_mut(recv, len) };
+        let (r, _, root) = scatter_recv(&l, recv, rcount, rtype, root)?;
+        let len = r.len();
         if l.rank() != root {
             return l.run(|c| coll::gather::scatter(c, None, len, Some(r), root));
         }
