@@ -312,13 +312,10 @@ pub fn gatherv(
         if l.rank() != root {
             return l.run(|c| coll::gather::gatherv(c, Some(s), None, &[], root));
         }
-        if rtype != stype || !plain(recv) || rcounts.is_null() || displs.is_null() {
-            return None;
-        }
         let mut blocks = Scratch::new();
         let blocks = blocks.take(l.size());
-        let (base, span) = v_layout(rcounts, displs, b, blocks)?;
-        let all = (recv as *mut u8).wrapping_add(base) as *mut c_void;
+        let (all, span) = v_layout(recv, rcounts, displs, (b, rtype == stype), blocks)?;
+        let all = all as *mut c_void;
         if !apart(send, len, all, span) {
             return None;
         }
@@ -329,17 +326,23 @@ pub fn gatherv(
     })
 }
 
-/// The root's blocks of a v-variant (`counts` and `displs` of
-/// `blocks.len()` entries each, non-null), of predefined type `b`, as the
-/// general path lays them out (`v_blocks`): from the first non-empty
-/// block's start, empty ones at 0; `(base, span)` of the buffer they lie
-/// in. `None` for a negative count or displacement, or none non-empty.
+/// The root's blocks of a v-variant in `buf` (`counts` and `displs` of
+/// `blocks.len()` entries each), of predefined type `b` on both sides
+/// (`same`), as the general path lays them out (`v_blocks`): from the
+/// first non-empty block's start, empty ones at 0; the start of the first
+/// block in `buf` and the span of them all. `None` for another type, a
+/// null or `MPI_IN_PLACE` buffer, null arrays, a negative count or
+/// displacement, or no non-empty block.
 fn v_layout(
+    buf: *const c_void,
     counts: *const c_int,
     displs: *const c_int,
-    b: &Builtin,
+    (b, same): (&Builtin, bool),
     blocks: &mut [(usize, usize)],
-) -> Option<(usize, usize)> {
+) -> Option<(*const c_void, usize)> {
+    if !same || !plain(buf) || counts.is_null() || displs.is_null() {
+        return None;
+    }
     // SAFETY: non-null, one entry per rank (MPI contract).
     let (counts, displs) = unsafe {
         (
@@ -364,7 +367,8 @@ fn v_layout(
     for blk in blocks.iter_mut() {
         blk.0 = if blk.1 > 0 { blk.0 - base } else { 0 };
     }
-    Some((base, end - base))
+    let start = (buf as *const u8).wrapping_add(base) as *const c_void;
+    Some((start, end - base))
 }
 
 /// A scatter's receive buffer, `rcount` elements of predefined type
@@ -406,13 +410,9 @@ pub fn scatterv(
         if l.rank() != root {
             return l.run(|c| coll::gather::scatterv(c, None, &[], Some(r), root));
         }
-        if rtype != stype || !plain(send) || scounts.is_null() || displs.is_null() {
-            return None;
-        }
         let mut blocks = Scratch::new();
         let blocks = blocks.take(l.size());
-        let (base, span) = v_layout(scounts, displs, b, blocks)?;
-        let all = (send as *const u8).wrapping_add(base) as *const c_void;
+        let (all, span) = v_layout(send, scounts, displs, (b, stype == rtype), blocks)?;
         if !apart(all, span, recv, len) {
             return None;
         }
