@@ -56,6 +56,46 @@ def load(results, slow=frozenset()):
     return cells, order
 
 
+def load_loops(results):
+    """The "# loop" lines that mpibench -S prints after each row (each timed
+    call with its barrier): {(ranks, op, bytes): {lib: [us, ...]}}."""
+    loops = {}
+    for path in sorted((results / "raw").glob("*-np*-r*.txt")):
+        m = re.match(r"(\w+)-np(\d+)-r(\d+)\.txt$", path.name)
+        if not m:
+            continue
+        ranks = None
+        for line in path.read_text(errors="replace").splitlines():
+            h = re.match(r"# op=(\S+) ranks=(\d+)", line)
+            if h:
+                ranks = int(h.group(2))
+            l = re.match(r"# loop (\S+) (\d+) ([\d.]+)", line)
+            if l and ranks is not None:
+                key = (ranks, l.group(1), int(l.group(2)))
+                loops.setdefault(key, {}).setdefault(m.group(1), []).append(float(l.group(3)))
+    return loops
+
+
+def print_loops(loops):
+    """One table per rank count of the -S loops, medians over the rounds."""
+    for ranks in sorted({k[0] for k in loops}):
+        print()
+        print(f"## {ranks} ranks, -S: each timed call with the barrier after it"
+              " (us, the slowest rank's loop; where ranks outnumber cores the calls'"
+              " own times above depend on which rank runs first after the barrier)")
+        print(f"{'#op':<16}{'bytes':>12} {'ferrocoll':>12} {'openmpi':>12} {'mpich':>12}"
+              f" {'ratio':>7}")
+        for (r, op, nbytes), libs in sorted(loops.items()):
+            if r != ranks:
+                continue
+            med = {lib: statistics.median(v) for lib, v in libs.items()}
+            peers = [med[p] for p in PEERS if p in med]
+            ratio = (f"{med['ferrocoll'] / min(peers):7.2f}"
+                     if "ferrocoll" in med and peers and min(peers) > 0 else f"{'-':>7}")
+            cols = " ".join(f"{med[lib]:12.3f}" if lib in med else f"{'-':>12}" for lib in LIBS)
+            print(f"{op:<16}{nbytes:>12} {cols} {ratio}")
+
+
 def slow_runs(runs):
     """Runs whose cache-line round trip, probed before or after them, took
     over twice the usual one (the lower quartile of every probe of the
@@ -323,6 +363,8 @@ def main():
         print(f"## {ranks} ranks")
         for row in rows:
             print(row)
+
+    print_loops(load_loops(results))
 
     print()
     fc_missing = skipped.get("ferrocoll")

@@ -451,6 +451,14 @@ static double reported(int op, double t) {
   return sum / g_size;
 }
 
+/* -S: the time of each timed call with the barrier after it (the slowest
+ * rank's loop over the timed calls), printed after each row as a "# loop"
+ * line. Where ranks outnumber cores, who runs first after the barrier
+ * decides which call's timer a core switch falls into: the calls' own
+ * times can differ several-fold between libraries whose loops take the
+ * same time. */
+static double g_short_loop;
+
 /* -S: one short run per size as OSU's benchmarks make it (their defaults:
  * 200 untimed calls and 1000 timed ones, 10 and 100 above 8 KiB a rank;
  * each call timed alone and followed by a barrier; the mean over the timed
@@ -461,9 +469,10 @@ static double measure_short(int op, int c) {
   int large = (size_t)c * sizeof(float) > 8192;
   long i, skip = large ? 10 : 200, iters = large ? 100 : 1000;
   size_t n = g_touch ? send_count(op, (size_t)c) : 0;
-  double t0, t, sum = 0.0;
+  double t0, t, sum = 0.0, loop0 = 0.0;
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   for (i = 0; i < skip + iters; i++) {
+    if (i == skip) loop0 = MPI_Wtime();
     if (n > 0) touch_send(n);
     t0 = MPI_Wtime();
     run_once(op, c);
@@ -471,6 +480,7 @@ static double measure_short(int op, int c) {
     if (i >= skip) sum += t;
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   }
+  g_short_loop = max_over_ranks((MPI_Wtime() - loop0) / (double)iters);
   return reported(op, sum / (double)iters);
 }
 
@@ -516,6 +526,13 @@ static void print_row(const char *name, size_t bytes, double sec, double factor,
   fflush(stdout);
 }
 
+/* -S: the "# loop" line after a row (see g_short_loop). */
+static void print_loop(int op, size_t bytes) {
+  printf("# loop %s %zu %.3f us a call with its barrier\n", op_names[op], bytes,
+         g_short_loop * 1e6);
+  fflush(stdout);
+}
+
 static void print_header(int op) {
   printf("# op=%s ranks=%d\n", op_names[op], g_size);
   printf("%-16s%12s %12s %12s %12s %4s\n", "#op", "bytes", "avg_us",
@@ -536,6 +553,7 @@ static void bench_op(const struct config *cfg, int op) {
     int ok = cfg->check ? check_barrier() : -1;
     double t = measure(cfg, op, 0);
     if (g_rank == 0) print_row(op_names[op], 0, t, 1.0, ok);
+    if (g_rank == 0 && cfg->short_runs) print_loop(op, 0);
     return;
   }
   for (nominal = cfg->min_bytes; nominal <= cfg->max_bytes; nominal *= cfg->factor) {
@@ -550,6 +568,7 @@ static void bench_op(const struct config *cfg, int op) {
       if (cfg->check) ok = check_result(op, (int)c);
       if (ok == 0) all_ok = 0;
       if (g_rank == 0) print_row(op_names[op], bytes, t, bus_factor(op), ok);
+      if (g_rank == 0 && cfg->short_runs) print_loop(op, bytes);
     }
     if (nominal > cfg->max_bytes / cfg->factor) break; /* no overflow */
   }
