@@ -248,6 +248,21 @@ pub fn scan(
     })
 }
 
+/// The side of a rooted call that every rank has (a gather's send, a
+/// scatter's receive): `count` elements of predefined type `ty` in a
+/// plain `buf`; its bytes, the type and the root (checked).
+fn rooted_side(
+    l: &Lane,
+    buf: *const c_void,
+    count: c_int,
+    ty: MPI_Datatype,
+    root: c_int,
+) -> Option<(usize, &'static Builtin, usize)> {
+    let (len, b) = sized(count, ty)?;
+    let root = bad_root(root, l.size()).ok()?;
+    plain(buf).then_some((len, b, root))
+}
+
 /// A gather's send buffer, `scount` elements of predefined type `stype`,
 /// plain, with the type and the root (checked).
 fn gather_send<'b>(
@@ -257,11 +272,7 @@ fn gather_send<'b>(
     stype: MPI_Datatype,
     root: c_int,
 ) -> Option<(&'b [u8], &'static Builtin, usize)> {
-    let (len, b) = sized(scount, stype)?;
-    let root = bad_root(root, l.size()).ok()?;
-    if !plain(send) {
-        return None;
-    }
+    let (len, b, root) = rooted_side(l, send, scount, stype, root)?;
     // SAFETY: non-null, scount elements of stype (MPI contract).
     Some((unsafe { ptr::bytes(send, len) }, b, root))
 }
@@ -380,11 +391,7 @@ fn scatter_recv<'b>(
     rtype: MPI_Datatype,
     root: c_int,
 ) -> Option<(&'b mut [u8], &'static Builtin, usize)> {
-    let (len, b) = sized(rcount, rtype)?;
-    let root = bad_root(root, l.size()).ok()?;
-    if !plain(recv) {
-        return None;
-    }
+    let (len, b, root) = rooted_side(l, recv, rcount, rtype, root)?;
     // SAFETY: non-null, rcount elements of rtype (MPI contract).
     Some((unsafe { ptr::bytes_mut(recv, len) }, b, root))
 }
