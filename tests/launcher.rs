@@ -593,6 +593,12 @@ fn bad_usage_exits_2_with_usage_text() {
         &["--bogus", "-n", "1", "true"],
         &["-n", "1", "--timeout", "soon", "true"],
         &["-n", "1", "--timeout", "0", "true"],
+        &["--bind-to", "socket", "-n", "1", "true"],
+        &["-n", "1", "--bind-to", "core:bogus", "true"],
+        &["-n", "1", "-x", "1X=2", "true"],
+        &["-n", "1", "-x"],
+        &["-n", "1", "-genv", "A"],
+        &["-n", "1", "-genv", "A-B", "1", "true"],
     ];
     for (i, args) in cases.iter().enumerate() {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -656,6 +662,73 @@ fn mpiexec_names_and_option_forms() {
         |_| {},
     );
     assert!(launch.wait(FINISH).stdout.starts_with("Usage: mpirun -n N"));
+}
+
+/// The options Open MPI's and MPICH's command lines carry: `-x` and
+/// `-genv` give every rank a variable, `--bind-to` sets FERROCOLL_BIND (the
+/// last one given, over the launcher's own), and `--oversubscribe` and
+/// `--allow-run-as-root` are accepted. On this host, and through `--hosts`
+/// with a remote shell that starts the rank here with an empty environment
+/// (as a fresh login would), the store on loopback.
+#[test]
+fn open_mpi_and_mpich_options_reach_every_rank() {
+    let rsh = ScratchDir::new("rsh");
+    let script = rsh.join("rsh.sh");
+    fs::write(&script, "shift\nexec env -i PATH=\"$PATH\" sh -c \"$1\"\n").unwrap();
+    let options = [
+        "--oversubscribe",
+        "-allow-run-as-root",
+        "--bind-to",
+        "core:overload-allowed",
+        "-x",
+        "FOO=a=b",
+        "-x",
+        "BAZ",
+        "-x",
+        "UNSET_HERE",
+        "-genv",
+        "QUX",
+        "x y",
+        "-bind-to",
+        "block",
+    ];
+    let show = r#"echo "$FERROCOLL_SIZE|$FERROCOLL_BIND|$FOO|$BAZ|$QUX|${UNSET_HERE-unset}""#;
+    let remote = ["--hosts", "localhost:2", "--rsh"];
+    let rsh_cmd = format!("sh {}", script.display());
+    for (i, hosts) in [
+        vec![],
+        remote
+            .iter()
+            .map(|s| s.to_string())
+            .chain([rsh_cmd])
+            .collect(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut args: Vec<String> = hosts;
+        args.extend(["-n", "2"].map(String::from));
+        args.extend(sh(&options, show));
+        let mut launch = Launch::start_with(
+            &format!("mpiopts{i}"),
+            Path::new(FERRORUN),
+            &args,
+            None,
+            |c| {
+                c.env("BAZ", "from here")
+                    .env("FERROCOLL_BIND", "none")
+                    .env("FERROCOLL_SOCKET_IFNAME", "lo")
+                    .env_remove("UNSET_HERE");
+            },
+        );
+        let done = launch.wait(FINISH);
+        assert_eq!(done.code, Some(0), "{args:?}: {}", done.stderr);
+        assert_eq!(
+            done.stdout,
+            "2|block|a=b|from here|x y|unset\n".repeat(2),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]

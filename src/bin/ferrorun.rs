@@ -4,7 +4,7 @@
 //! every name. Each rank is a child process in its own process group, so that signalling the
 //! group also reaches whatever the rank started itself. The main thread supervises the job:
 //! it reaps ranks, forwards SIGINT/SIGTERM/SIGHUP, and tears the job down on the first failure
-//! or on `--timeout`. Protocol (environment given to each rank) is in `/work/notes/SPEC.md`.
+//! or on `--timeout`. The environment each rank gets is in README.md (`ferrorun`).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -98,6 +98,9 @@ mod cli {
         pub rsh: String,
         pub tag_output: bool,
         pub timeout: Option<Timeout>,
+        /// Variables every rank gets (`-x`, `-genv`, `--bind-to`), in the
+        /// order given: a later one wins; the protocol's own come after.
+        pub env: Vec<(String, String)>,
         pub program: OsString,
         pub args: Vec<OsString>,
     }
@@ -118,7 +121,7 @@ mod cli {
         format!(
             "\
 Usage: {invoked} -n N [--hosts H:N,...] [--rsh CMD] [--tag-output] [--timeout SECS]
-       [--] PROGRAM [ARGS...]
+       [--bind-to POLICY] [-x NAME[=VALUE]] [-genv NAME VALUE] [--] PROGRAM [ARGS...]
 Start N processes (ranks) of PROGRAM on this host (or on the hosts given), for ferrocoll.
 
 Options:
@@ -132,6 +135,18 @@ Options:
                        command line comes last, as one word
   --tag-output         prefix every output line with \"[RANK] \"
   --timeout SECS       kill the job if it runs longer than SECS seconds
+  --bind-to POLICY     where ranks run (sets FERROCOLL_BIND): auto (the default:
+                       one CPU each, round robin, when a host runs two or more
+                       ranks), core (also hwthread; also a lone rank), block
+                       (consecutive ranks share a CPU where they outnumber the
+                       CPUs) or none; a ':overload-allowed' or ':if-supported'
+                       suffix is accepted
+  -x NAME[=VALUE]      give every rank NAME (with VALUE, or as set here; ranks
+                       on this host inherit ferrorun's environment anyway)
+  -genv NAME VALUE     give every rank NAME=VALUE
+  --oversubscribe, --allow-run-as-root
+                       accepted for Open MPI's command lines; ferrorun never
+                       refuses either
   -h, --help           print this help
   -V, --version        print the version
 
@@ -154,6 +169,7 @@ cannot be started; 2 on a usage error.
         let mut timeout = None;
         let mut hosts = Vec::new();
         let mut rsh = "ssh".to_string();
+        let mut env = Vec::new();
         let mut i = 0;
         while i < args.len() {
             // A word that is not UTF-8 cannot be one of our options, so it is the program.
@@ -182,6 +198,28 @@ cannot be started; 2 on a usage error.
                     tag_output = true;
                     i += 1;
                 }
+                "--bind-to" | "-bind-to" => {
+                    let policy = parse_bind(value_of(args, i)?)?;
+                    env.push(("FERROCOLL_BIND".to_string(), policy.to_string()));
+                    i += 2;
+                }
+                "-x" => {
+                    env.extend(parse_export(value_of(args, i)?)?);
+                    i += 2;
+                }
+                "-genv" | "--genv" => {
+                    let name = checked_name(value_of(args, i)?)?;
+                    let value = args
+                        .get(i + 2)
+                        .and_then(|v| v.to_str())
+                        .ok_or("option '-genv' needs a name and a value")?;
+                    env.push((name.to_string(), value.to_string()));
+                    i += 3;
+                }
+                "--oversubscribe"
+                | "-oversubscribe"
+                | "--allow-run-as-root"
+                | "-allow-run-as-root" => i += 1,
                 "-h" | "--help" => return Ok(Action::Help),
                 "-V" | "--version" => return Ok(Action::Version),
                 "--" => {
@@ -210,6 +248,7 @@ cannot be started; 2 on a usage error.
             rsh,
             tag_output,
             timeout,
+            env,
             program: program.clone(),
             args: rest.to_vec(),
         }))
@@ -241,6 +280,52 @@ cannot be started; 2 on a usage error.
                 }
             })
             .collect()
+    }
+
+    /// `--bind-to`'s policy as `FERROCOLL_BIND` spells it. Open MPI's
+    /// `core` binds to a whole core, ours to one CPU the kernel lists (a
+    /// hardware thread where a core has several), so `hwthread` is `core`.
+    fn parse_bind(text: &str) -> Result<&'static str, String> {
+        let (policy, qualifiers) = text.split_once(':').unwrap_or((text, ""));
+        let known = ["overload-allowed", "if-supported"];
+        if let Some(q) = qualifiers
+            .split(',')
+            .find(|q| !q.is_empty() && !known.contains(q))
+        {
+            return Err(format!("--bind-to: unknown qualifier '{q}' in '{text}'"));
+        }
+        match policy {
+            "none" => Ok("none"),
+            "core" | "hwthread" | "cpu" => Ok("core"),
+            "block" => Ok("block"),
+            "auto" => Ok("auto"),
+            _ => Err(format!(
+                "--bind-to {policy}: not supported (need none, core, hwthread, block or auto)"
+            )),
+        }
+    }
+
+    /// `-x NAME=VALUE`, or `-x NAME` with NAME's value here (nothing if it
+    /// is not set: the ranks then lack it too).
+    fn parse_export(text: &str) -> Result<Option<(String, String)>, String> {
+        let (name, value) = match text.split_once('=') {
+            Some((name, value)) => (checked_name(name)?, Some(value.to_string())),
+            None => (checked_name(text)?, std::env::var(text).ok()),
+        };
+        Ok(value.map(|v| (name.to_string(), v)))
+    }
+
+    /// A variable's name: a letter or '_', then letters, digits and '_'.
+    fn checked_name(name: &str) -> Result<&str, String> {
+        let mut chars = name.chars();
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            Ok(name)
+        } else {
+            Err(format!("invalid variable name '{name}'"))
+        }
     }
 
     fn parse_nranks(text: &str) -> Result<usize, String> {
@@ -690,6 +775,7 @@ mod job {
         let size = opts.nranks.to_string();
         let launcher = std::process::id();
         cmd.args(&opts.args)
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .env("FERROCOLL_RANK", rank.to_string())
             .env("FERROCOLL_SIZE", &size)
             .env("FERROCOLL_LOCAL_RANK", rank.to_string())
@@ -718,7 +804,8 @@ mod job {
     /// Rank `rank` of a `--hosts` job: the remote shell (`opts.rsh`, with
     /// `{host}` replaced or the host appended) running one shell word that
     /// changes to this directory and starts the program with the rank's
-    /// environment: ferrorun's variables plus every FERROCOLL_* setting.
+    /// environment: every FERROCOLL_* setting here, those of `-x`, `-genv`
+    /// and `--bind-to`, and ferrorun's own variables, later ones winning.
     fn remote_command(
         opts: &Options,
         rank: usize,
@@ -741,6 +828,7 @@ mod job {
         let mut vars: Vec<(String, String)> = std::env::vars()
             .filter(|(k, _)| k.starts_with("FERROCOLL_"))
             .collect();
+        vars.extend(opts.env.iter().cloned());
         vars.extend(
             [
                 ("FERROCOLL_RANK", rank.to_string()),
