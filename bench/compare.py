@@ -18,12 +18,19 @@ KIB, MIB = 1024, 1024 * 1024
 
 
 def parse_raw(path):
-    """Yields (ranks, op, bytes, us, busbw, ok) for each row of one run."""
+    """One run's rows, (ranks, op, bytes, us, busbw, ok), and its "# loop"
+    lines (mpibench -S: each timed call with its barrier), (ranks, op,
+    bytes, us), read in one pass."""
+    rows, loops = [], []
     ranks = None
     for line in path.read_text(errors="replace").splitlines():
         m = re.match(r"# op=(\S+) ranks=(\d+)", line)
         if m:
             ranks = int(m.group(2))
+            continue
+        loop = re.match(r"# loop (\S+) (\d+) ([\d.]+)", line)
+        if loop and ranks is not None:
+            loops.append((ranks, loop.group(1), int(loop.group(2)), float(loop.group(3))))
             continue
         if not line or line.startswith("#") or ranks is None:
             continue
@@ -31,22 +38,28 @@ def parse_raw(path):
         if len(f) != 6:
             continue
         try:
-            yield ranks, f[0], int(f[1]), float(f[2]), float(f[4]), f[5]
+            rows.append((ranks, f[0], int(f[1]), float(f[2]), float(f[4]), f[5]))
         except ValueError:
             continue
+    return rows, loops
 
 
-def load(results, slow=frozenset()):
-    """slow: (lib, ranks, round, op) of runs made in the host's slow state;
-    their samples are marked, and used only where a cell has no others."""
-    cells = {}  # (ranks, op, bytes) -> lib -> list of (us, busbw, ok, slow)
-    order = {}  # ranks -> [(op, bytes)] in first-seen order
+def raw_runs(results):
+    """Each raw run file, parsed once: (lib, round, rows, loops)."""
     for path in sorted((results / "raw").glob("*-np*-r*.txt")):
         m = re.match(r"(\w+)-np(\d+)-r(\d+)\.txt$", path.name)
-        if not m:
-            continue
-        lib, rnd = m.group(1), m.group(3)
-        for ranks, op, nbytes, us, busbw, ok in parse_raw(path):
+        if m:
+            yield (m.group(1), m.group(3), *parse_raw(path))
+
+
+def load(raw, slow=frozenset()):
+    """raw: `raw_runs`' runs. slow: (lib, ranks, round, op) of runs made in
+    the host's slow state; their samples are marked, and used only where a
+    cell has no others."""
+    cells = {}  # (ranks, op, bytes) -> lib -> list of (us, busbw, ok, slow)
+    order = {}  # ranks -> [(op, bytes)] in first-seen order
+    for lib, rnd, rows, _ in raw:
+        for ranks, op, nbytes, us, busbw, ok in rows:
             key = (ranks, op, nbytes)
             if key not in cells:
                 cells[key] = {}
@@ -56,23 +69,12 @@ def load(results, slow=frozenset()):
     return cells, order
 
 
-def load_loops(results):
-    """The "# loop" lines that mpibench -S prints after each row (each timed
-    call with its barrier): {(ranks, op, bytes): {lib: [us, ...]}}."""
+def load_loops(raw):
+    """The loop lines of `raw_runs`' runs: {(ranks, op, bytes): {lib: [us, ...]}}."""
     loops = {}
-    for path in sorted((results / "raw").glob("*-np*-r*.txt")):
-        m = re.match(r"(\w+)-np(\d+)-r(\d+)\.txt$", path.name)
-        if not m:
-            continue
-        ranks = None
-        for line in path.read_text(errors="replace").splitlines():
-            h = re.match(r"# op=(\S+) ranks=(\d+)", line)
-            if h:
-                ranks = int(h.group(2))
-            l = re.match(r"# loop (\S+) (\d+) ([\d.]+)", line)
-            if l and ranks is not None:
-                key = (ranks, l.group(1), int(l.group(2)))
-                loops.setdefault(key, {}).setdefault(m.group(1), []).append(float(l.group(3)))
+    for lib, _, _, lines in raw:
+        for ranks, op, nbytes, us in lines:
+            loops.setdefault((ranks, op, nbytes), {}).setdefault(lib, []).append(us)
     return loops
 
 
@@ -330,7 +332,8 @@ def main():
     skipped = {r[0]: r[1] for r in read_tsv(results / "skipped.tsv") if len(r) >= 2}
     runs = [r for r in read_tsv(results / "runs.tsv")[1:] if len(r) >= 5]
     slow, limit, probed = slow_runs(runs)
-    cells, order = load(results, slow)
+    raw = list(raw_runs(results))
+    cells, order = load(raw, slow)
     meta = results / "meta.txt"
     if meta.exists():
         for line in meta.read_text().splitlines():
@@ -364,7 +367,7 @@ def main():
         for row in rows:
             print(row)
 
-    print_loops(load_loops(results))
+    print_loops(load_loops(raw))
 
     print()
     fc_missing = skipped.get("ferrocoll")
