@@ -20,7 +20,11 @@
 
 use super::{float, half, in_steps, int, KernelFn, Op};
 use crate::dtype::ElemType;
-use std::arch::x86_64::{__m256, __m256i, _mm256_loadu_si256, _mm256_storeu_si256};
+use std::arch::x86_64::{
+    __m256, __m256i, _mm256_and_si256, _mm256_blend_epi16, _mm256_castps_si256,
+    _mm256_castsi256_ps, _mm256_loadu_si256, _mm256_set1_epi32, _mm256_slli_epi32,
+    _mm256_srli_epi32, _mm256_storeu_si256,
+};
 
 /// `$name`, a kernel whose body (over `$s`, `$d`) is compiled for AVX2.
 macro_rules! avx2_fn {
@@ -91,6 +95,41 @@ unsafe fn by_vectors(
     });
 }
 
+/// bfloat16 in pairs, without shuffles: each 32-bit lane's low element of
+/// `s` and `d` widens exactly to f32 by a shift, its high one by a mask,
+/// and `f(s, d)` combines each; the results' f32 bits, (lows, highs).
+///
+/// # Safety
+/// Call only from a function compiled for AVX2 (this one is inlined there).
+#[inline(always)]
+unsafe fn bf16_halves(
+    s: __m256i,
+    d: __m256i,
+    f: impl Fn(__m256, __m256) -> __m256,
+) -> (__m256i, __m256i) {
+    // SAFETY: inlined into AVX2-compiled kernels only.
+    unsafe {
+        let high_half = _mm256_set1_epi32(0xffff_0000_u32 as i32);
+        let low = |v| _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v));
+        let high = |v| _mm256_castsi256_ps(_mm256_and_si256(v, high_half));
+        (
+            _mm256_castps_si256(f(low(s), low(d))),
+            _mm256_castps_si256(f(high(s), high(d))),
+        )
+    }
+}
+
+/// `bf16_halves`' two results back in one vector of bfloat16: the top 16
+/// bits of each lane of `lows` as its low element, of `highs` as its high.
+///
+/// # Safety
+/// Call only from a function compiled for AVX2 (this one is inlined there).
+#[inline(always)]
+unsafe fn bf16_join(lows: __m256i, highs: __m256i) -> __m256i {
+    // SAFETY: inlined into AVX2-compiled kernels only.
+    unsafe { _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(lows), highs) }
+}
+
 /// Max and min written with intrinsics where the compiler's build of the
 /// generic loop was slow: floats (the NaN-aware comparison did not map onto
 /// maxps: f32 max 25 -> 4.5 GiB/s) and 64-bit integers (AVX2 has no 64-bit
@@ -99,7 +138,7 @@ unsafe fn by_vectors(
 /// 64-bit integers compare with `pcmpgtq` and blend; unsigned ones first
 /// flip their sign bits so the signed comparison orders them.
 mod lanes {
-    use super::{by_vectors, float, half, int};
+    use super::{bf16_halves, bf16_join, by_vectors, float, half, int};
     use std::arch::x86_64::*;
 
     macro_rules! lane_ops {
@@ -174,9 +213,8 @@ mod lanes {
     }
 
     /// bfloat16 max and min: the result is one of the operands, so nothing
-    /// rounds. Each 32-bit lane's low element widens exactly to f32 by a
-    /// shift, its high one by a mask, `f` picks per f32 lane (maxps/minps,
-    /// as for f32), and a shift and a blend put both back: no shuffles and
+    /// rounds. Widened in pairs (`bf16_halves`), `f` picks per f32 lane
+    /// (maxps/minps, as for f32), and `bf16_join` puts both back: no shuffles and
     /// no rounding, 14 -> 39-40 GiB/s in cache (memcpy 48-49) against the
     /// widen-combine-round path. A NaN result is the NaN operand as it was (as f32 max returns
     /// it), where the baseline also sets its quiet bit.
@@ -184,12 +222,8 @@ mod lanes {
     unsafe fn bf16_pick(s: __m256i, d: __m256i, f: impl Fn(__m256, __m256) -> __m256) -> __m256i {
         // SAFETY: inlined into AVX2-compiled kernels only.
         unsafe {
-            let high_half = _mm256_set1_epi32(0xffff_0000_u32 as i32);
-            let low = |v| _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v));
-            let high = |v| _mm256_castsi256_ps(_mm256_and_si256(v, high_half));
-            let lows = _mm256_castps_si256(f(low(d), low(s)));
-            let highs = _mm256_castps_si256(f(high(d), high(s)));
-            _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(lows), highs)
+            let (lows, highs) = bf16_halves(s, d, |s, d| f(d, s));
+            bf16_join(lows, highs)
         }
     }
 }
@@ -285,11 +319,10 @@ mod f16c {
     half_ops!(f16k);
 }
 
-/// bfloat16 SUM and PROD with AVX2 integer operations, 32 per step. Each
-/// 32-bit lane holds two elements: the low one widens exactly to f32 by a
-/// shift, the high one by a mask (as in `lanes::bf16_pick`), so no shuffles;
-/// rounding to nearest-even adds 0x7fff plus the kept lowest bit, and a
-/// shift and a blend put both back. No NaN needs a path of its own: x86
+/// bfloat16 SUM and PROD with AVX2 integer operations, 32 per step
+/// (`by_vectors`), widened in pairs without shuffles (`bf16_halves`, as
+/// `lanes::bf16_pick`); rounding to nearest-even adds 0x7fff plus the kept
+/// lowest bit, and `bf16_join` puts both halves back. No NaN needs a path of its own: x86
 /// arithmetic returns a quiet NaN (so the baseline's quiet bit is already
 /// set) that is an operand's or the default one, whose 16 dropped bits are
 /// zero (widened bfloat16), so the rounding adds no carry to it. Against
@@ -298,7 +331,7 @@ mod f16c {
 /// 9.6-10.6 -> 14.0-16.7 GiB/s (memcpy 35-40); truncating instead of
 /// rounding would reach 23, so the rounding is what is left.
 mod bf16v {
-    use super::{half, in_steps};
+    use super::{bf16_halves, bf16_join, by_vectors, half};
     use std::arch::x86_64::*;
 
     /// # Safety
@@ -310,34 +343,19 @@ mod bf16v {
         op: impl Fn(__m256, __m256) -> __m256,
         scalar: fn(&[u8], &mut [u8]),
     ) {
-        let high_half = _mm256_set1_epi32(0xffff_0000_u32 as i32);
         let kept_lsb = _mm256_set1_epi32(0x1_0000);
         let below_half = _mm256_set1_epi32(0x7fff);
         // Rounded bits in the top 16 of each 32-bit lane (ties to even).
-        let round = |r: __m256| {
-            let b = _mm256_castps_si256(r);
+        let round = |b: __m256i| {
             let odd = _mm256_cmpeq_epi32(_mm256_and_si256(b, kept_lsb), kept_lsb);
             _mm256_sub_epi32(_mm256_add_epi32(b, below_half), odd)
         };
-        let low = |v| _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v));
-        let high = |v| _mm256_castsi256_ps(_mm256_and_si256(v, high_half));
-        let pack = |lows, highs| {
-            _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(round(lows)), round(highs))
+        let step = |s, d| {
+            let (lows, highs) = bf16_halves(s, d, &op);
+            bf16_join(round(lows), round(highs))
         };
-        in_steps::<64>(s, d, 2, 32, scalar, |s, d| {
-            // SAFETY: `in_steps` hands over 64 bytes of each; unaligned
-            // loads and stores of 2 x 32 bytes inside them.
-            unsafe {
-                let sp = s.as_ptr() as *const __m256i;
-                let dp = d.as_mut_ptr() as *mut __m256i;
-                let (s0, s1) = (_mm256_loadu_si256(sp), _mm256_loadu_si256(sp.add(1)));
-                let (d0, d1) = (_mm256_loadu_si256(dp), _mm256_loadu_si256(dp.add(1)));
-                let (lows0, highs0) = (op(low(s0), low(d0)), op(high(s0), high(d0)));
-                let (lows1, highs1) = (op(low(s1), low(d1)), op(high(s1), high(d1)));
-                _mm256_storeu_si256(dp, pack(lows0, highs0));
-                _mm256_storeu_si256(dp.add(1), pack(lows1, highs1));
-            }
-        });
+        // SAFETY: this function is compiled for AVX2, which `by_vectors` needs.
+        unsafe { by_vectors(s, d, 2, step, scalar) }
     }
 
     half_ops!(bf16k);
