@@ -674,15 +674,25 @@ mod tests {
         let published = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
         let epoch = Instant::now();
         let steps: u64 = if cfg!(miri) { 30 } else { 30_000 };
+        // Steps the threads take: thread 0 lowers it past `LIMIT` (once a
+        // host that kept the other thread off its CPU made 30 000 steps
+        // under qemu take 18 minutes), before it publishes the last step's
+        // count, so thread 1 sees it once that count arrives.
+        let last = Arc::new(AtomicU64::new(steps));
+        const LIMIT: Duration = Duration::from_secs(30);
         const SPIN: u32 = 16;
         let run = |me: usize| {
             let (seg, counts, published) = (seg.clone(), counts.clone(), published.clone());
+            let last = last.clone();
             move || {
                 if seg.asymmetric {
                     mark(me);
                 }
                 let mut seen = Seen::default();
                 for i in 0..steps {
+                    if i >= last.load(Ordering::Acquire) {
+                        break;
+                    }
                     let want = if me == 0 { i } else { i + 1 };
                     // Spin 0-15 rounds (a different length each step), about
                     // as long as a hand-over takes.
@@ -714,6 +724,9 @@ mod tests {
                             seen.unrung = seen.unrung.max(now.saturating_sub(at));
                         }
                     }
+                    if me == 0 && epoch.elapsed() > LIMIT {
+                        last.store(i + 1, Ordering::Relaxed);
+                    }
                     published[me].store(epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
                     counts[me].store(i + 1, Ordering::Release);
                     if !hinted {
@@ -731,6 +744,10 @@ mod tests {
         let (a, b) = (t0.join().unwrap(), t1.join().unwrap());
         let (unrung, slowest) = (a.unrung.max(b.unrung), a.slowest.max(b.slowest));
         let how = format!("asymmetric: {}, hinted: {hinted}", seg.asymmetric);
+        let took = last.load(Ordering::Relaxed);
+        if took < steps {
+            eprintln!("note: {took} of {steps} steps in {LIMIT:?}, the rest skipped ({how})");
+        }
         assert!(
             unrung < Duration::from_secs(1),
             "a wake-up was lost (a count lay published for {unrung:?} while its peer slept \
