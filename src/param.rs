@@ -5,6 +5,7 @@
 //! | `FERROCOLL_DEBUG` | `off` | `off`, `warn`, `info`, `trace`: diagnostics on stderr (`NCCL_DEBUG` when unset) |
 //! | `FERROCOLL_TIMEOUT` | `0` (off) | seconds a collective or point-to-point wait may block before failing |
 //! | `FERROCOLL_SETUP_TIMEOUT` | `60` | seconds `MPI_Init` waits for the other ranks |
+//! | `FERROCOLL_STALL_WARN` | `60` | seconds a collective or point-to-point wait may block before its rank says so on stderr, naming the call and the ranks it waits for, and again each time the wait has doubled; the wait goes on; `0`: never |
 //! | `FERROCOLL_CHECK` | `0` | `1`: before every collective the ranks compare what they were called with (collective, count, type, op, root); a mismatch fails on every rank with an error naming both sides instead of hanging or corrupting data |
 //! | `FERROCOLL_ALGO` | (auto) | force algorithms, e.g. `allreduce=ring,bcast=binomial`; `gpu=staged`: NCCL calls on device buffers go through host memory instead of CUDA IPC; `gpu=ordered`: they are stream-ordered even where processes share a GPU (slow there; for tests); `gpu=graph`: calls on the IPC path are ordered by barriers on the streams, as captured ones are (for tests) |
 //! | `FERROCOLL_GPU` | `1` | `1`: NCCL calls on GPU device buffers run on ferrocoll's device path (see README, "GPUs"); `0`: they are refused with `ncclInvalidUsage` |
@@ -50,6 +51,8 @@ pub struct Params {
     pub timeout: Option<Duration>,
     /// `FERROCOLL_SETUP_TIMEOUT`.
     pub setup_timeout: Duration,
+    /// `FERROCOLL_STALL_WARN`; `None`: a wait never says it is long.
+    pub stall_warn: Option<Duration>,
     /// `FERROCOLL_CHECK`: compare every collective's arguments across ranks first.
     pub check: bool,
     /// `FERROCOLL_ALGO`: (collective, algorithm) pairs.
@@ -101,6 +104,9 @@ pub struct Params {
 /// Most sockets per pair of ranks (`FERROCOLL_NSOCKS`).
 pub const MAX_NSOCKS: usize = 16;
 
+/// The most seconds a knob in seconds takes (larger values count as this).
+const MAX_SECS: f64 = 1e9;
+
 impl Params {
     /// Parses knobs from any key lookup (tests pass a closure over a map).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Params {
@@ -109,8 +115,12 @@ impl Params {
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .unwrap_or(d)
+                // Beyond this `Duration::from_secs_f64` panics; 31 years
+                // is forever to a wait.
+                .min(MAX_SECS)
         };
         let timeout = secs("FERROCOLL_TIMEOUT", 0.0);
+        let stall_warn = secs("FERROCOLL_STALL_WARN", 60.0);
         // NCCL programs' own knob counts when ours is not set.
         let debug = get("FERROCOLL_DEBUG").or_else(|| get("NCCL_DEBUG"));
         let debug = match debug.as_deref().map(str::trim) {
@@ -135,6 +145,7 @@ impl Params {
             debug,
             timeout: (timeout > 0.0).then(|| Duration::from_secs_f64(timeout)),
             setup_timeout: Duration::from_secs_f64(secs("FERROCOLL_SETUP_TIMEOUT", 60.0).max(0.1)),
+            stall_warn: (stall_warn > 0.0).then(|| Duration::from_secs_f64(stall_warn)),
             check: matches!(
                 get("FERROCOLL_CHECK").as_deref().map(str::trim),
                 Some("1" | "yes" | "on" | "true")
@@ -279,5 +290,16 @@ mod tests {
         assert_eq!(p.ring_bytes, 8192);
         assert_eq!(p.debug, DebugLevel::Info);
         assert_eq!(parse(&[("FERROCOLL_TIMEOUT", "-1")]).timeout, None);
+        assert_eq!(p.stall_warn, Some(Duration::from_secs(60)));
+        let warn = |v| parse(&[("FERROCOLL_STALL_WARN", v)]).stall_warn;
+        assert_eq!(warn("0.25"), Some(Duration::from_millis(250)));
+        assert_eq!(warn("0"), None);
+        assert_eq!(warn("soon"), Some(Duration::from_secs(60)));
+        let forever = parse(&[
+            ("FERROCOLL_TIMEOUT", "1e300"),
+            ("FERROCOLL_STALL_WARN", "1e30"),
+        ]);
+        assert_eq!(forever.timeout, Some(Duration::from_secs(1_000_000_000)));
+        assert_eq!(forever.stall_warn, Some(Duration::from_secs(1_000_000_000)));
     }
 }

@@ -1896,6 +1896,8 @@ impl Engine {
             Awaited::Nobody
         };
         let mut running_since: Option<Instant> = None;
+        // When this wait next says it is long (`FERROCOLL_STALL_WARN`).
+        let mut warn_at = params().stall_warn;
         if let Some(t) = &self.tcp {
             t.engine_polls();
         }
@@ -1925,6 +1927,7 @@ impl Engine {
                             *last = now;
                             let start = *start;
                             self.check_health(&seg, op, peers, strict, start, &mut done)?;
+                            self.say_if_long(op, peers, start, &mut warn_at);
                         }
                     }
                 }
@@ -2013,6 +2016,7 @@ impl Engine {
                 *last = now;
                 let start = *start;
                 self.check_health(&seg, op, peers, strict, start, &mut done)?;
+                self.say_if_long(op, peers, start, &mut warn_at);
             }
         }
     }
@@ -2241,19 +2245,28 @@ impl Engine {
                 return Err(Error::Timeout {
                     secs: t.as_secs_f64(),
                     op,
-                    peers: if peers.is_empty() {
-                        "any".into()
-                    } else {
-                        peers
-                            .iter()
-                            .map(|p| p.to_string())
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    },
+                    peers: rank_list(peers),
                 });
             }
         }
         Ok(())
+    }
+
+    /// Says on stderr that a wait in `op` for `peers` begun at `start` has
+    /// lasted `warn_at` (`FERROCOLL_STALL_WARN`), if it has, and doubles
+    /// `warn_at`: a hang is never silent, and a long legitimate wait says
+    /// little.
+    fn say_if_long(
+        &self,
+        op: &'static str,
+        peers: &[usize],
+        start: Instant,
+        warn_at: &mut Option<Duration>,
+    ) {
+        if let Some(w) = warn_at.filter(|&w| start.elapsed() >= w) {
+            *warn_at = w.checked_mul(2);
+            param::say(&stall_note(self.me, op, peers, w));
+        }
     }
 
     /// One pass over every link: push queued sends, drain arrivals.
@@ -2790,6 +2803,29 @@ fn idle_cpu(words: &[u32], mine: u32) -> Option<u32> {
 /// are queued and removal keeps the order, so a binary search finds it: a
 /// scan cost O(backlog) per arriving message, and a rank behind a sender
 /// that ran far ahead (rank 1 of a scan over TCP) took seconds to catch up.
+/// World ranks as a wait's messages name them: `0,3`, or `any`.
+fn rank_list(peers: &[usize]) -> String {
+    if peers.is_empty() {
+        return "any".into();
+    }
+    let list: Vec<String> = peers.iter().map(|p| p.to_string()).collect();
+    list.join(",")
+}
+
+/// What rank `me` says once a wait in `op` for `peers` has blocked for
+/// `waited` (`FERROCOLL_STALL_WARN`): without `FERROCOLL_TIMEOUT`, ranks
+/// that never make the matching call, or make it with another count or
+/// root, would otherwise wait in silence.
+fn stall_note(me: usize, op: &str, peers: &[usize], waited: Duration) -> String {
+    format!(
+        "ferrocoll: rank {me} has waited {} s in {op} for rank(s) {} and waits on \
+         (FERROCOLL_TIMEOUT=SECS ends such a wait with an error; FERROCOLL_CHECK=1 reports \
+         mismatched collectives)",
+        waited.as_secs_f64(),
+        rank_list(peers)
+    )
+}
+
 fn unexpected_pos(q: &VecDeque<Unexpected>, uid: u64) -> Option<usize> {
     q.binary_search_by_key(&uid, |u| u.id).ok()
 }
@@ -2989,6 +3025,18 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_waits_name_the_call_and_the_ranks() {
+        assert_eq!(
+            stall_note(3, "MPI_Allreduce", &[0, 2], Duration::from_millis(500)),
+            "ferrocoll: rank 3 has waited 0.5 s in MPI_Allreduce for rank(s) 0,2 and waits on \
+             (FERROCOLL_TIMEOUT=SECS ends such a wait with an error; FERROCOLL_CHECK=1 reports \
+             mismatched collectives)"
+        );
+        assert!(stall_note(0, "MPI_Recv", &[], Duration::from_secs(60))
+            .starts_with("ferrocoll: rank 0 has waited 60 s in MPI_Recv for rank(s) any and"));
+    }
 
     #[test]
     fn scratch_pool_reuses_best_fit_without_growing_lengths() {
