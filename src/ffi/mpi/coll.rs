@@ -1402,6 +1402,11 @@ pub extern "C" fn PMPI_Alltoallv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::alltoallv(
+        sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+    ) {
+        return rc;
+    }
     call("MPI_Alltoallv", comm, |rt| {
         let (_, n) = rt.size_of(comm)?;
         let rc = ptr::array(recvcounts, n, "recvcounts")?.to_vec();
