@@ -1222,6 +1222,11 @@ pub extern "C" fn PMPI_Allgatherv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::allgatherv(
+        sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+    ) {
+        return rc;
+    }
     call("MPI_Allgatherv", comm, |rt| {
         let (_, n) = rt.size_of(comm)?;
         let counts = ptr::array(recvcounts, n, "recvcounts")?.to_vec();

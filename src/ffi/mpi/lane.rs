@@ -495,6 +495,43 @@ pub fn allgather(
     })
 }
 
+/// `MPI_Allgatherv` of one predefined type on both sides, from a plain
+/// send buffer of `scount > 0` elements that fills this rank's block, to
+/// plain receive blocks at displacements of at least 0 apart from it: the
+/// two arrays decoded onto the stack (`v_layout`), where the general path
+/// copied each to the heap first. Any other call declines.
+#[allow(clippy::too_many_arguments)] // MPI_Allgatherv's own arguments
+pub fn allgatherv(
+    send: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<c_int> {
+    let (slen, b) = sized(scount, stype)?;
+    lane("MPI_Allgatherv", comm, |l| {
+        let mut blocks = Scratch::new();
+        let blocks = blocks.take(l.size());
+        let (r, rspan) = v_layout(recv, rcounts, displs, (b, rtype == stype), blocks)?;
+        // A block that the send does not fill is the general path's error.
+        if !plain(send) || blocks[l.rank()].1 != slen || !apart(send, slen, r, rspan) {
+            return None;
+        }
+        // SAFETY: non-null, sized by count and type, and covering every
+        // non-empty block (MPI contract), apart.
+        let (s, r) = unsafe {
+            (
+                ptr::bytes(send, slen),
+                ptr::bytes_mut(r as *mut c_void, rspan),
+            )
+        };
+        l.run(|c| coll::allgather::allgatherv(c, Some(s), r, blocks))
+    })
+}
+
 /// `MPI_Alltoall`.
 pub fn alltoall(
     send: *const c_void,
