@@ -715,6 +715,9 @@ pub extern "C" fn PMPI_Reduce_scatter(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    if let Some(rc) = lane::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm) {
+        return rc;
+    }
     call("MPI_Reduce_scatter", comm, |rt| {
         let (me, n) = rt.size_of(comm)?;
         let counts = ptr::array(recvcounts, n, "recvcounts")?.to_vec();

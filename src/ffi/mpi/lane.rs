@@ -616,6 +616,49 @@ pub fn reduce_scatter_block(
     })
 }
 
+/// `MPI_Reduce_scatter` of a predefined type and op, from a plain send
+/// buffer to a plain receive block of this rank apart from it, with no
+/// negative count and this rank's count above 0: the counts decoded onto
+/// the stack, where the general path copied them to the heap first. Any
+/// other call declines.
+pub fn reduce_scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<c_int> {
+    let (_, b) = sized(1, dt)?;
+    let k = kernel(op, b)?;
+    lane("MPI_Reduce_scatter", comm, |l| {
+        if rcounts.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, one entry per rank (MPI contract).
+        let counts = unsafe { std::slice::from_raw_parts(rcounts, l.size()) };
+        let mut lens = Scratch::new();
+        let lens = lens.take(l.size());
+        let mut total = 0usize;
+        for (len, &c) in lens.iter_mut().zip(counts) {
+            *len = usize::try_from(c).ok()?.checked_mul(b.elem.extent())?;
+            total = total.checked_add(*len)?;
+        }
+        let len = lens[l.rank()];
+        if len == 0 || total > isize::MAX as usize {
+            return None;
+        }
+        if !plain(send) || !plain(recv) || !apart(send, total, recv, len) {
+            return None;
+        }
+        // SAFETY: non-null, sized by the counts and type (MPI contract), apart.
+        let (s, r) = unsafe { (ptr::bytes(send, total), ptr::bytes_mut(recv, len)) };
+        l.run(|c| {
+            coll::reduce_scatter::reduce_scatter(c, Some(s), r, lens, &builtin_reducer(b, &k))
+        })
+    })
+}
+
 /// `MPI_Send` of a predefined type to another member, when the message can
 /// leave at once without a request (see `Engine::send_now`); the general
 /// path posts, waits for and frees one (about 1200 instructions a send).
