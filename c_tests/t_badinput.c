@@ -417,6 +417,17 @@ static void case_p2p(void) {
     BAD(T, MPI_Waitany(2, two, &idx, &st), MPI_ERR_TRUNCATE);
     CHECK(idx == 0 && two[0] == MPI_REQUEST_NULL, "MPI_Waitany truncated: index %d", idx);
     CHECK_MPI(MPI_Wait(&s4, MPI_STATUS_IGNORE));
+    /* The same with the status ignored: the error is still the call's. */
+    CHECK_MPI(MPI_Irecv(rbuf, 2, MPI_INT, rank, 23, MPI_COMM_WORLD, &r2));
+    CHECK_MPI(MPI_Isend(buf, 4, MPI_INT, rank, 23, MPI_COMM_WORLD, &s4));
+    idx = -1;
+    two[0] = MPI_REQUEST_NULL;
+    two[1] = r2;
+    BAD(T, MPI_Waitany(2, two, &idx, MPI_STATUS_IGNORE), MPI_ERR_TRUNCATE);
+    CHECK(idx == 1 && two[1] == MPI_REQUEST_NULL, "MPI_Waitany truncated, status ignored: "
+          "index %d", idx);
+    CHECK(rbuf[2] == -77 && rbuf[3] == -77, "truncated MPI_Waitany wrote past its count");
+    CHECK_MPI(MPI_Wait(&s4, MPI_STATUS_IGNORE));
     CHECK_MPI(MPI_Irecv(rbuf, 2, MPI_INT, rank, 24, MPI_COMM_WORLD, &two[0]));
     CHECK_MPI(MPI_Isend(buf, 4, MPI_INT, rank, 24, MPI_COMM_WORLD, &two[1]));
     BAD(T, MPI_Waitall(2, two, sts), MPI_ERR_IN_STATUS);

@@ -256,6 +256,10 @@ const RUN_POLL_WITHIN: Duration = Duration::from_micros(100);
 /// one that is asleep will not come back by being yielded to.
 const MATE_YIELDS: u32 = 16;
 
+/// Distinct peers a wait for several requests keeps on the stack; more
+/// go to a `Vec`.
+const FEW_PEERS: usize = 8;
+
 /// The peers whose running a wait watches where ranks outnumber cores
 /// (`Engine::wait_inner`). Once one of them is off the cores (paused, or
 /// last seen on this rank's own core) polling cannot end the wait: it
@@ -1656,20 +1660,11 @@ impl Engine {
         }
         // A few requests (a halo exchange's): their peers without a `Vec`;
         // the wait watches those of the pending ones (`Awaited`).
-        let mut few = [0usize; 8];
-        let mut k = 0;
-        for &i in ids {
-            if let Some(p) = self.peers_of_one(i) {
-                if !few[..k].contains(&p) {
-                    if k == few.len() {
-                        let peers = self.peers_of(ids);
-                        return self.wait_loop(op, &peers, |e| ids.iter().all(|&i| e.is_done(i)));
-                    }
-                    few[k] = p;
-                    k += 1;
-                }
-            }
-        }
+        let mut few = [0usize; FEW_PEERS];
+        let Some(k) = self.few_peers(ids, &mut few) else {
+            let peers = self.peers_of(ids);
+            return self.wait_loop(op, &peers, |e| ids.iter().all(|&i| e.is_done(i)));
+        };
         let awaited = if self.crowded && ids.iter().any(|&i| self.bulky(i)) {
             Awaited::Copying(ids)
         } else {
@@ -1719,18 +1714,40 @@ impl Engine {
 
     /// Waits until one of `ids` has completed; returns its index in `ids`.
     pub fn wait_any(&mut self, ids: &[ReqId], op: &'static str) -> Result<usize> {
-        let peers = self.peers_of(ids);
         let mut which = 0;
-        self.wait_loop(op, &peers, |e| {
-            match ids.iter().position(|&i| e.is_done(i)) {
-                Some(p) => {
-                    which = p;
-                    true
-                }
-                None => false,
+        let done = |e: &Engine| match ids.iter().position(|&i| e.is_done(i)) {
+            Some(p) => {
+                which = p;
+                true
             }
-        })?;
+            None => false,
+        };
+        // A few peers (a loop of `MPI_Waitany` over a halo's receives)
+        // without a `Vec`.
+        let mut few = [0usize; FEW_PEERS];
+        match self.few_peers(ids, &mut few) {
+            Some(k) => self.wait_loop(op, &few[..k], done)?,
+            None => {
+                let peers = self.peers_of(ids);
+                self.wait_loop(op, &peers, done)?
+            }
+        }
         Ok(which)
+    }
+
+    /// The distinct peers that pending requests in `ids` depend on, into
+    /// `few`; their number, or `None` where there are more.
+    fn few_peers(&self, ids: &[ReqId], few: &mut [usize; FEW_PEERS]) -> Option<usize> {
+        let mut k = 0;
+        for &i in ids {
+            if let Some(p) = self.peers_of_one(i) {
+                if !few[..k].contains(&p) {
+                    *few.get_mut(k)? = p;
+                    k += 1;
+                }
+            }
+        }
+        Some(k)
     }
 
     /// The world rank a pending request depends on, if any other.

@@ -1,6 +1,7 @@
 //! Point-to-point exports: blocking and non-blocking send/receive, request
 //! completion, probing, counts.
 
+use super::coll::Scratch;
 use super::consts::*;
 use super::errors::{MpiErr, MpiResult};
 use super::ptr;
@@ -750,25 +751,47 @@ pub extern "C" fn PMPI_Waitany(
         for &h in reqs.iter() {
             rt.check_req(h)?;
         }
-        let active: Vec<usize> = (0..n).filter(|&i| reqs[i] != MPI_REQUEST_NULL).collect();
-        if active.is_empty() {
-            ptr::put(index, MPI_UNDEFINED, "index")?;
-            return ptr::put_status(status, empty_status(MPI_ANY_SOURCE));
-        }
-        // Requests that completed at once (MPI_PROC_NULL) win immediately.
-        let i = match active.iter().find(|&&i| rt.is_done(reqs[i])) {
-            Some(&i) => i,
-            None => {
-                let ids: Vec<_> = active
-                    .iter()
-                    .map(|&i| rt.reqs.get(reqs[i]).and_then(|e| e.id).expect("pending"))
-                    .collect();
-                active[rt.eng.wait_any(&ids, "MPI_Waitany")?]
+        // The pending requests' positions and engine ids, on the stack for
+        // a few (a loop of Waitany calls over a halo's receives allocated
+        // twice a call); one that is already done (MPI_PROC_NULL, or
+        // arrived) wins at once.
+        let (mut at, mut ids) = (Scratch::new(), Scratch::new());
+        let (at, ids) = (at.take(n), ids.take(n));
+        let (mut k, mut ready) = (0, None);
+        for (i, &h) in reqs.iter().enumerate() {
+            if h == MPI_REQUEST_NULL {
+                continue;
             }
+            match rt.reqs.get(h).and_then(|e| e.id) {
+                Some(id) if !rt.eng.is_done(id) => {
+                    (at[k], ids[k]) = (i, id);
+                    k += 1;
+                }
+                _ => {
+                    ready = Some(i);
+                    break;
+                }
+            }
+        }
+        let i = match ready {
+            Some(i) => i,
+            None if k == 0 => {
+                ptr::put(index, MPI_UNDEFINED, "index")?;
+                return ptr::put_status(status, empty_status(MPI_ANY_SOURCE));
+            }
+            None => at[rt.eng.wait_any(&ids[..k], "MPI_Waitany")?],
         };
+        ptr::put(index, i as c_int, "index")?;
+        if status == ptr::STATUS_IGNORE {
+            let id = rt.take_ignored(reqs[i])?;
+            reqs[i] = MPI_REQUEST_NULL;
+            return match rt.finish_ignored(id, "MPI_Waitany")? {
+                None => Ok(()),
+                Some(class) => Err(truncated(class)),
+            };
+        }
         let e = rt.take_req(reqs[i])?;
         reqs[i] = MPI_REQUEST_NULL;
-        ptr::put(index, i as c_int, "index")?;
         let st = rt.finish(e, "MPI_Waitany")?;
         ptr::put_status(status, st)?;
         single(&st)
