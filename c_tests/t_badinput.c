@@ -459,6 +459,17 @@ static void case_p2p(void) {
     while (rc == MPI_SUCCESS && !flag);
     bad_check("MPI_Test", T, rc, MPI_ERR_TRUNCATE, NO_ALT, __LINE__);
     CHECK_MPI(MPI_Wait(&s4, MPI_STATUS_IGNORE));
+    /* The same with the status ignored. */
+    for (int i = 0; i < 8; i++) rbuf[i] = -77;
+    CHECK_MPI(MPI_Irecv(rbuf, 2, MPI_INT, rank, 25, MPI_COMM_WORLD, &r2));
+    CHECK_MPI(MPI_Isend(buf, 4, MPI_INT, rank, 25, MPI_COMM_WORLD, &s4));
+    flag = 0;
+    do rc = MPI_Test(&r2, &flag, MPI_STATUS_IGNORE);
+    while (rc == MPI_SUCCESS && !flag);
+    bad_check("MPI_Test (status ignored)", T, rc, MPI_ERR_TRUNCATE, NO_ALT, __LINE__);
+    CHECK(r2 == MPI_REQUEST_NULL, "truncated MPI_Test left its request");
+    CHECK(rbuf[2] == -77 && rbuf[3] == -77, "truncated MPI_Test wrote past its count");
+    CHECK_MPI(MPI_Wait(&s4, MPI_STATUS_IGNORE));
     CHECK_MPI(MPI_Irecv(rbuf, 2, MPI_INT, rank, 26, MPI_COMM_WORLD, &two[0]));
     CHECK_MPI(MPI_Isend(buf, 4, MPI_INT, rank, 26, MPI_COMM_WORLD, &two[1]));
     flag = 0;

@@ -255,6 +255,16 @@ static void case_test_testall(void) {
   CHECK(data == 500 + left, "Test data %d", data);
   CHECK_MPI(MPI_Wait(&gq, MPI_STATUS_IGNORE));
 
+  /* The same polled with the status ignored. */
+  data = -1;
+  CHECK_MPI(MPI_Irecv(&data, 1, MPI_INT, left, 24, MPI_COMM_WORLD, &rq));
+  out = 600 + rank;
+  CHECK_MPI(MPI_Send(&out, 1, MPI_INT, right, 24, MPI_COMM_WORLD));
+  flag = 0;
+  while (!flag) CHECK_MPI(MPI_Test(&rq, &flag, MPI_STATUS_IGNORE));
+  CHECK(rq == MPI_REQUEST_NULL, "Test (status ignored) did not null the request");
+  CHECK(data == 600 + left, "Test (status ignored) data %d", data);
+
   /* Testall: two receives, one of which waits on our go-ahead. */
   int d2[2] = {-1, -1};
   MPI_Request r2[2];
