@@ -194,6 +194,34 @@ impl Runtime {
         Ok(self.eng.wait(id, op)?.error.map(|e| MpiErr::from(*e).class))
     }
 
+    /// Completes request `h` (not `MPI_REQUEST_NULL`, known to the table)
+    /// for `MPI_Wait`, `MPI_Test` and `MPI_Waitany`: takes it out, lets
+    /// `clear` null the caller's handle, waits for it and fills `status`;
+    /// for `MPI_STATUS_IGNORE` no status is made (`take_ignored`), only a
+    /// truncation still fails the call.
+    #[inline(always)]
+    fn complete_one(
+        &mut self,
+        h: MPI_Request,
+        status: *mut MPI_Status,
+        op: &'static str,
+        clear: impl FnOnce() -> MpiResult<()>,
+    ) -> MpiResult<()> {
+        if status == ptr::STATUS_IGNORE {
+            let id = self.take_ignored(h)?;
+            clear()?;
+            return match self.finish_ignored(id, op)? {
+                None => Ok(()),
+                Some(class) => Err(truncated(class)),
+            };
+        }
+        let e = self.take_req(h)?;
+        clear()?;
+        let st = self.finish(e, op)?;
+        ptr::put_status(status, st)?;
+        single(&st)
+    }
+
     /// The MPI status of a completed request.
     fn mpi_status(e: &ReqEntry, st: Option<Status>) -> MPI_Status {
         let Some(st) = st else {
@@ -522,19 +550,9 @@ pub extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) 
         if h == MPI_REQUEST_NULL {
             return ptr::put_status(status, empty_status(MPI_ANY_SOURCE));
         }
-        if status == ptr::STATUS_IGNORE {
-            let id = rt.take_ignored(h)?;
-            ptr::put(request, MPI_REQUEST_NULL, "request")?;
-            return match rt.finish_ignored(id, "MPI_Wait")? {
-                None => Ok(()),
-                Some(class) => Err(truncated(class)),
-            };
-        }
-        let e = rt.take_req(h)?;
-        ptr::put(request, MPI_REQUEST_NULL, "request")?;
-        let st = rt.finish(e, "MPI_Wait")?;
-        ptr::put_status(status, st)?;
-        single(&st)
+        rt.complete_one(h, status, "MPI_Wait", || {
+            ptr::put(request, MPI_REQUEST_NULL, "request")
+        })
     })
 }
 
@@ -570,20 +588,9 @@ pub extern "C" fn PMPI_Test(
         if h == MPI_REQUEST_NULL {
             return ptr::put_status(status, empty_status(MPI_ANY_SOURCE));
         }
-        if status == ptr::STATUS_IGNORE {
-            // As MPI_Wait: no status made that nobody reads.
-            let id = rt.take_ignored(h)?;
-            ptr::put(request, MPI_REQUEST_NULL, "request")?;
-            return match rt.finish_ignored(id, "MPI_Test")? {
-                None => Ok(()),
-                Some(class) => Err(truncated(class)),
-            };
-        }
-        let e = rt.take_req(h)?;
-        ptr::put(request, MPI_REQUEST_NULL, "request")?;
-        let st = rt.finish(e, "MPI_Test")?;
-        ptr::put_status(status, st)?;
-        single(&st)
+        rt.complete_one(h, status, "MPI_Test", || {
+            ptr::put(request, MPI_REQUEST_NULL, "request")
+        })
     })
 }
 
@@ -791,19 +798,10 @@ pub extern "C" fn PMPI_Waitany(
             None => at[rt.eng.wait_any(&ids[..k], "MPI_Waitany")?],
         };
         ptr::put(index, i as c_int, "index")?;
-        if status == ptr::STATUS_IGNORE {
-            let id = rt.take_ignored(reqs[i])?;
+        rt.complete_one(reqs[i], status, "MPI_Waitany", || {
             reqs[i] = MPI_REQUEST_NULL;
-            return match rt.finish_ignored(id, "MPI_Waitany")? {
-                None => Ok(()),
-                Some(class) => Err(truncated(class)),
-            };
-        }
-        let e = rt.take_req(reqs[i])?;
-        reqs[i] = MPI_REQUEST_NULL;
-        let st = rt.finish(e, "MPI_Waitany")?;
-        ptr::put_status(status, st)?;
-        single(&st)
+            Ok(())
+        })
     })
 }
 
