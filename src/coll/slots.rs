@@ -43,19 +43,31 @@ pub(super) struct Call {
     seg: *const Segment,
     area: usize,
     f: u64,
-    /// Whether readers of this slot's previous call must be waited for.
-    check: bool,
-    /// A single call, not one of a streamed collective's: a writer that
-    /// must wait lets its readers drain `SLACK` more calls first (a
-    /// streamed call keeps its readers close), and a wait for a peer's
-    /// part polls while that peer runs (`Engine::wait_for_running`).
-    single: bool,
     /// The window a streamed call's numbers lie in (`reserve`).
     window: u64,
-    /// A single call numbered in `window`s (`begin_sized`): how far back
-    /// a writer's `lead` reaches counts in window numbers (`Call::back`).
-    wide: bool,
+    /// `CHECK`, `SINGLE` and `WIDE`, in one word: as three `bool`s they
+    /// were written in 1-byte stores and the `Call` moved (out of
+    /// `begin`'s `Result`) in 8-byte loads, which the store buffer cannot
+    /// forward from them, so each move waited for every older store to
+    /// reach the cache, among them the previous call's flag, whose line a
+    /// peer polls. 2 ranks, 8 B, the root's samples in that move: bcast
+    /// 10%, scatter 7%.
+    flags: u64,
 }
+
+/// `Call::flags`: readers of this slot's previous call must be waited for.
+const CHECK: u64 = 1;
+
+/// `Call::flags`: a single call, not one of a streamed collective's: a
+/// writer that must wait lets its readers drain `SLACK` more calls first (a
+/// streamed call keeps its readers close), and a wait for a peer's part
+/// polls while that peer runs (`Engine::wait_for_running`).
+const SINGLE: u64 = 2;
+
+/// `Call::flags`: a single call numbered in `window`s (`begin_sized`):
+/// how far back a writer's `lead` reaches counts in window numbers
+/// (`Call::back`).
+const WIDE: u64 = 4;
 
 impl Call {
     fn seg(&self) -> &Segment {
@@ -63,6 +75,18 @@ impl Call {
         // as long as the engine; a `Call` lives within one collective call,
         // whose `Ctx` borrows that engine throughout.
         unsafe { &*self.seg }
+    }
+
+    fn check(&self) -> bool {
+        self.flags & CHECK != 0
+    }
+
+    fn single(&self) -> bool {
+        self.flags & SINGLE != 0
+    }
+
+    fn wide(&self) -> bool {
+        self.flags & WIDE != 0
     }
 
     fn index(&self) -> usize {
@@ -99,10 +123,8 @@ pub(super) fn begin(c: &mut Ctx) -> Result<Call> {
         seg,
         area: s.area,
         f: s.calls,
-        check: !s.read_all,
-        single: true,
         window: WINDOW,
-        wide: false,
+        flags: if s.read_all { SINGLE } else { CHECK | SINGLE },
     };
     c.eng.slot_epoch = c.eng.slot_epoch.max(call.f);
     Ok(call)
@@ -130,6 +152,8 @@ pub(super) fn begin(c: &mut Ctx) -> Result<Call> {
 /// 6.89 / 5.30, allgather 64 KiB 6.33 / 4.78, gather 64 KiB 3.19 / 2.59.
 /// Windows twice as long (4 MiB, 8 MiB mapped a rank) lost less at 2
 /// ranks (bcast 16 KiB 0.385, 32 KiB 0.766) for 4 ms more `MPI_Init`.
+/// Inlined, as `begin` is, so that the `Call` stays in registers.
+#[inline(always)]
 pub(super) fn begin_sized(c: &mut Ctx, part: usize) -> Result<Call> {
     // Small calls, the most, pass by one comparison instead of a division.
     if part <= WINDOW_BYTES / DEPTH {
@@ -141,9 +165,8 @@ pub(super) fn begin_sized(c: &mut Ctx, part: usize) -> Result<Call> {
         s.calls = window_number(w, j) - 1;
     }
     Ok(Call {
-        check: true,
-        wide: true,
         window: w,
+        flags: CHECK | SINGLE | WIDE,
         ..begin(c)?
     })
 }
@@ -282,10 +305,11 @@ pub(super) fn reserve(c: &mut Ctx, count: u64, bytes: usize, writers: usize) -> 
         }
         None => 0,
     };
+    let b = begin(c)?;
     let first = Call {
-        single: false,
         window: w,
-        ..begin(c)?
+        flags: b.flags & !SINGLE,
+        ..b
     };
     if let Some(s) = c.comm.slots.as_mut() {
         s.calls = window_number(w, j + count.saturating_sub(1));
@@ -303,10 +327,8 @@ impl Call {
             seg: self.seg,
             area: self.area,
             f: window_number(self.window, window_index_from(self.window, self.f) + i),
-            check: true,
-            single: false,
             window: self.window,
-            wide: false,
+            flags: CHECK,
         }
     }
 
@@ -316,7 +338,7 @@ impl Call {
     /// the window counts calls, not numbers (a number `lead` below might
     /// be one that nobody uses, past the last call every peer reaches).
     fn back(&self, lead: u64) -> u64 {
-        if self.wide {
+        if self.wide() {
             let (w, j) = (self.window, window_index_from(self.window, self.f));
             window_number(w, j.saturating_sub(lead.min(w)))
         } else {
@@ -595,13 +617,13 @@ fn write(
 ) -> Result<()> {
     let safe = c.comm.slots.as_ref().map_or(0, |s| s.safe);
     let need = call.back(lead);
-    if call.check && need > safe {
+    if call.check() && need > safe {
         // A writer that outruns its readers would otherwise check at every
         // call, each time taking the line of a `done` word that a reader
         // stores to at every call: instead it lets them drain `SLACK` calls
         // more (up to this rank's previous call, which every peer reaches),
         // and builds its peer lists only when it must wait.
-        let want = if call.single && lead == DEPTH as u64 {
+        let want = if call.single() && lead == DEPTH as u64 {
             let mine = call.area(c, c.rank()).done().load(Relaxed);
             need.max(mine.min(need + SLACK))
         } else {
@@ -673,7 +695,7 @@ pub(super) fn wait_flag(c: &mut Ctx, call: &Call, p: usize) -> Result<bool> {
 /// it, and the early copy of its line costs it one more crossing.
 fn wait_rooted(c: &mut Ctx, call: &Call, p: usize, len: usize) -> Result<bool> {
     let big = wait_flag(c, call, p)?;
-    if call.single {
+    if call.single() {
         call.area(c, p).prefetch_read(call.index() + 1, len);
     }
     Ok(big)
@@ -735,7 +757,7 @@ fn wait_exchanged(c: &mut Ctx, call: &Call, p: usize, mates: u64) -> Result<bool
     let ready = |_: &Engine| flag.load(Acquire) >> 1 == call.f;
     if !ready(c.eng) {
         let w = c.comm.world_rank(p);
-        if !call.single {
+        if !call.single() {
             c.eng.wait_for(c.op, &[w], ready)?;
         } else if is_mate(mates, p) {
             c.eng.wait_for_mate(c.op, w, ready)?;

@@ -53,6 +53,12 @@ pub struct Envelope {
     pub bytes: usize,
 }
 
+/// `irecv_parts`'s source for any.
+const ANY_SOURCE: usize = usize::MAX;
+
+/// `irecv_parts`'s tag for any (outside `i32`).
+const ANY_TAG: i64 = i64::MIN;
+
 /// Which messages a receive accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Match {
@@ -876,6 +882,11 @@ impl Engine {
         self.reqs[id].as_mut().expect("live request")
     }
 
+    /// Inlined, so that `status` is stored into the request field by
+    /// field: passed in memory (32 bytes), it was read back in 16-byte
+    /// loads that the store buffer cannot forward from its callers' 8-byte
+    /// stores.
+    #[inline(always)]
     fn complete(&mut self, id: ReqId, status: Status) {
         let r = self.req(id);
         r.done = true;
@@ -1241,7 +1252,24 @@ impl Engine {
     }
 
     /// Posts a receive into `buf`.
+    #[inline(always)]
     pub fn irecv(&mut self, m: Match, buf: RawBuf) -> Result<ReqId> {
+        let tag = m.tag.map_or(ANY_TAG, i64::from);
+        self.irecv_parts(m.source.unwrap_or(ANY_SOURCE), m.ctx, tag, buf)
+    }
+
+    /// `irecv` of a `Match` taken apart (`ANY_SOURCE`, `ANY_TAG` for
+    /// none), so that it arrives in registers: passed whole (32 bytes, in
+    /// memory), it was written by the caller field by field and read back
+    /// here in wide loads that the store buffer cannot forward, each of
+    /// which waited for every older store to reach the cache.
+    #[inline(never)]
+    fn irecv_parts(&mut self, source: usize, ctx: u32, tag: i64, buf: RawBuf) -> Result<ReqId> {
+        let m = Match {
+            source: (source != ANY_SOURCE).then_some(source),
+            ctx,
+            tag: i32::try_from(tag).ok(),
+        };
         self.check()?;
         let id = self.alloc(Kind::Recv {
             m,
@@ -1251,7 +1279,7 @@ impl Engine {
         let hit = self
             .unexpected
             .iter()
-            .position(|u| u.claimed.is_none() && m.accepts(u.src, &u.frame));
+            .position(move |u| u.claimed.is_none() && m.accepts(u.src, &u.frame));
         match hit {
             Some(pos) if self.unexpected[pos].announced.is_some() => {
                 // Read or ask for the data straight into this receive.
@@ -1879,10 +1907,16 @@ impl Engine {
         if let Some(t) = &self.tcp {
             t.engine_stops(false);
         }
-        if let Err(e) = &r {
-            self.poison(e.clone());
+        // `Ok` rebuilt rather than `r` moved: only its tag was stored, and
+        // moving it read the whole 32 bytes back in 16-byte loads, which
+        // waited for every older store to reach the cache.
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.poison(e.clone());
+                Err(e)
+            }
         }
-        r
     }
 
     fn wait_inner(
