@@ -1051,6 +1051,9 @@ impl Engine {
         {
             return Ok(false);
         }
+        if dst == self.me && self.send_to_self(ctx, tag, data) {
+            return Ok(true);
+        }
         let link = &mut self.links[dst];
         if link.has_failed() {
             return Ok(false);
@@ -1069,6 +1072,46 @@ impl Engine {
         self.ring_bell(dst);
         self.check_reader(dst, op)?;
         Ok(true)
+    }
+
+    /// Delivers an eager message from this rank to itself at once, as
+    /// `drain` would deliver it off the loop-back link: into the first
+    /// posted receive that accepts it, else buffered whole. Only while
+    /// that link holds nothing and is between messages, so that messages
+    /// from this rank keep their order. Through the link, a message was
+    /// encoded, queued, read back and decoded: 1 rank, 8 B, about 1900
+    /// instructions an `MPI_Sendrecv` to itself (callgrind), where Open
+    /// MPI takes about 1160.
+    fn send_to_self(&mut self, ctx: u32, tag: i32, data: &[u8]) -> bool {
+        let me = self.me;
+        let idle = matches!(&self.links[me], Link::SelfLoop(q) if q.is_empty())
+            && matches!(self.rx[me], Rx::Header { got: 0, .. });
+        if !idle {
+            return false;
+        }
+        let frame = Frame::eager(ctx, tag, data.len());
+        match self.match_posted(me, &frame) {
+            Some(id) => {
+                let buf = self.recv_buf(id);
+                let n = data.len().min(buf.len());
+                buf.write_at(0, &data[..n]);
+                let status = recv_status(me, &frame, buf.len());
+                self.complete(id, status);
+            }
+            None => {
+                let mut copy = if data.len() <= SMALL_CAP {
+                    self.buffer_for(data.len())
+                } else {
+                    self.scratch_for(data.len())
+                };
+                copy.copy_from_slice(data);
+                self.buffer_unexpected(me, frame, copy, None);
+                if let Some(u) = self.unexpected.back_mut() {
+                    u.complete = true;
+                }
+            }
+        }
+        true
     }
 
     /// Fails, naming `dst`, if the peer that left this rank's last writes
