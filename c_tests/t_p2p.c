@@ -85,6 +85,24 @@ static void case_sendrecv_ring(void) {
   test_pass("sendrecv_ring");
 }
 
+/* A duplicate of WORLD whose errors return, for cases that provoke them;
+ * returns whether WORLD's handler must return them too: MPICH 4.0.2 raises
+ * a truncation found while matching an already-arrived message on WORLD's
+ * handler instead of the request's communicator's. */
+static int returning_comm(MPI_Comm *c) {
+  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, c));
+  CHECK_MPI(MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN));
+  const int quirk = test_is_mpich40_reference();
+  if (quirk) CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  return quirk;
+}
+
+/* Frees `returning_comm`'s communicator and restores WORLD's handler. */
+static void free_returning_comm(MPI_Comm *c, int quirk) {
+  if (quirk) CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+  CHECK_MPI(MPI_Comm_free(c));
+}
+
 /* Everyone sends to everyone (self included) with Isend/Irecv. */
 /* MPI_Sendrecv beside other traffic: its receive takes the message of its
  * tag from behind one of another tag, a truncation comes back as the call's
@@ -92,11 +110,7 @@ static void case_sendrecv_ring(void) {
  * work. */
 static void case_sendrecv_mixed(void) {
   MPI_Comm c;
-  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
-  CHECK_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
-  /* As in case_truncate: MPICH 4.0 raises it on WORLD's handler. */
-  const int quirk = test_is_mpich40_reference();
-  if (quirk) CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  const int quirk = returning_comm(&c);
   int out[10], in[10], early = -1, seven = 7000 + rank;
   MPI_Status st;
   MPI_Request rq;
@@ -136,8 +150,7 @@ static void case_sendrecv_mixed(void) {
   fill(out, 10, rank, 13);
   CHECK_MPI(MPI_Sendrecv(out, 10, MPI_INT, right, 13, in, 10, MPI_INT, left, 13, c, &st));
   verify(in, 10, left, 13, "sendrecv after truncation");
-  if (quirk) CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
-  CHECK_MPI(MPI_Comm_free(&c));
+  free_returning_comm(&c, quirk);
   test_pass("sendrecv_mixed");
 }
 
@@ -623,12 +636,7 @@ static void case_zero_length(void) {
 
 static void case_truncate(void) {
   MPI_Comm c;
-  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
-  CHECK_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
-  /* MPICH 4.0.2 raises a truncation found while matching an already-arrived
-   * message on WORLD's handler instead of the request's communicator's. */
-  const int quirk = test_is_mpich40_reference();
-  if (quirk) CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  const int quirk = returning_comm(&c);
   int out[10], in[10];
   for (int i = 0; i < 10; i++) out[i] = rank * 10 + i;
   MPI_Request rq[2];
@@ -678,12 +686,9 @@ static void case_truncate(void) {
   for (int i = 0; i < 10; i++) CHECK(in[i] == left * 10 + i, "in[%d]=%d", i, in[i]);
   free(big);
   free(room);
-  CHECK_MPI(MPI_Comm_free(&c));
-  if (quirk) {
-    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
-    if (rank == 0)
-      printf("SKIP truncate_handler_of_request_comm: MPICH 4.0 uses WORLD's\n");
-  }
+  free_returning_comm(&c, quirk);
+  if (quirk && rank == 0)
+    printf("SKIP truncate_handler_of_request_comm: MPICH 4.0 uses WORLD's\n");
   test_pass("truncate");
 }
 
@@ -724,10 +729,7 @@ static void case_self_send(void) {
  * without writing past its count. */
 static void case_self_order(void) {
   MPI_Comm c;
-  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
-  CHECK_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
-  const int quirk = test_is_mpich40_reference();
-  if (quirk) CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  const int quirk = returning_comm(&c);
   MPI_Datatype pair;
   CHECK_MPI(MPI_Type_contiguous(2, MPI_INT, &pair));
   CHECK_MPI(MPI_Type_commit(&pair));
@@ -772,8 +774,7 @@ static void case_self_order(void) {
   check_status(&st, rank, 702, MPI_INT, 4, "self after truncation");
   CHECK(in[3] == msg[1][3], "self after truncation: %d, want %d", in[3], msg[1][3]);
   CHECK_MPI(MPI_Type_free(&pair));
-  if (quirk) CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
-  CHECK_MPI(MPI_Comm_free(&c));
+  free_returning_comm(&c, quirk);
   test_pass("self_order");
 }
 
