@@ -1127,6 +1127,49 @@ fn crowded_pulled_gather_reads_the_roots_core_mates() {
     });
 }
 
+/// With two ranks on cores of their own, a pulled gather's other rank
+/// writes the front of its block and the root reads the rest itself
+/// (`pull::root_share`): either root gets every block whole, at lengths
+/// whose share is no page, some pages and a partial one, and past the
+/// largest shared block (none); nothing lands past the blocks, and a block
+/// of the wrong length fails the call on both ranks.
+#[test]
+fn two_rank_pulled_gather_shares_the_block_with_the_root() {
+    let n = 2;
+    world(n, &[("gather", "pull")], |r, eng, comm| {
+        if !(Ctx::new(eng, comm).pulls() && ferrocoll::transport::shm::cma::allowed()) {
+            return;
+        }
+        for b in [40_000, 1_048_676, (8 << 20) + 4096] {
+            for root in 0..n {
+                let what = format!("block {b} root {root} rank {r}");
+                let mut g = vec![7u8; n * b + 64];
+                let out = (r == root).then_some(&mut g[..n * b]);
+                let c = &mut Ctx::new(eng, comm);
+                coll::gather::gather(c, Some(&data(r + root, b / 4)), out, b, root).unwrap();
+                if r == root {
+                    let want: Vec<u8> = (0..n).flat_map(|p| data(p + root, b / 4)).collect();
+                    assert!(g[..n * b] == want[..], "{what}");
+                    assert!(
+                        g[n * b..].iter().all(|&x| x == 7),
+                        "{what}: past the blocks"
+                    );
+                }
+            }
+        }
+        let b = 40_000;
+        let send = data(r, (b + if r == 1 { 4096 } else { 0 }) / 4);
+        let mut g = vec![7u8; n * b + 64];
+        let out = (r == 0).then_some(&mut g[..n * b]);
+        let res = coll::gather::gather(&mut Ctx::new(eng, comm), Some(&send), out, b, 0);
+        assert!(res.is_err(), "rank {r}: {res:?}");
+        assert!(
+            g[n * b..].iter().all(|&x| x == 7),
+            "rank {r}: written past the blocks"
+        );
+    });
+}
+
 /// A 2-rank scatter whose block overflows the root's slot goes as one
 /// plain message below `LONE_EAGER` (`slots::scatter_kind`), as does the
 /// v-variant's; either root, blocks that are not a whole number of lines,
