@@ -1078,6 +1078,23 @@ fn pulled_calls_with_mismatched_counts_fail_everywhere() {
     }
 }
 
+/// Gathers `b` bytes from rank `r` (`data(r + root)`) to `root`, which
+/// checks every block and that nothing landed past them.
+fn gather_checked(c: &mut Ctx, r: usize, b: usize, root: usize, what: &str) {
+    let n = c.size();
+    let mut g = vec![7u8; n * b + 64];
+    let out = (r == root).then_some(&mut g[..n * b]);
+    coll::gather::gather(c, Some(&data(r + root, b / 4)), out, b, root).unwrap();
+    if r == root {
+        let want: Vec<u8> = (0..n).flat_map(|p| data(p + root, b / 4)).collect();
+        assert!(g[..n * b] == want[..], "{what}");
+        assert!(
+            g[n * b..].iter().all(|&x| x == 7),
+            "{what}: past the blocks"
+        );
+    }
+}
+
 /// Where ranks outnumber cores, a pulled gather's ranks that share the
 /// root's core offer their blocks and the root reads them, while the
 /// others write theirs (`pull::gatherv`). With the 4 ranks pinned two to a
@@ -1100,18 +1117,7 @@ fn crowded_pulled_gather_reads_the_roots_core_mates() {
         let b = 40_000;
         for root in 0..n {
             let what = format!("root {root} rank {r}");
-            let mut g = vec![7u8; n * b + 64];
-            let out = (r == root).then_some(&mut g[..n * b]);
-            let c = &mut Ctx::new(eng, comm);
-            coll::gather::gather(c, Some(&data(r + root, b / 4)), out, b, root).unwrap();
-            if r == root {
-                let want: Vec<u8> = (0..n).flat_map(|p| data(p + root, b / 4)).collect();
-                assert!(g[..n * b] == want[..], "{what}");
-                assert!(
-                    g[n * b..].iter().all(|&x| x == 7),
-                    "{what}: past the blocks"
-                );
-            }
+            gather_checked(&mut Ctx::new(eng, comm), r, b, root, &what);
             // The root's core-mate sends 4 bytes more than its block.
             let long = r == (root + 2) % n;
             let send = data(r, (b + if long { 4 } else { 0 }) / 4);
@@ -1143,18 +1149,7 @@ fn two_rank_pulled_gather_shares_the_block_with_the_root() {
         for b in [40_000, 1_048_676, (8 << 20) + 4096] {
             for root in 0..n {
                 let what = format!("block {b} root {root} rank {r}");
-                let mut g = vec![7u8; n * b + 64];
-                let out = (r == root).then_some(&mut g[..n * b]);
-                let c = &mut Ctx::new(eng, comm);
-                coll::gather::gather(c, Some(&data(r + root, b / 4)), out, b, root).unwrap();
-                if r == root {
-                    let want: Vec<u8> = (0..n).flat_map(|p| data(p + root, b / 4)).collect();
-                    assert!(g[..n * b] == want[..], "{what}");
-                    assert!(
-                        g[n * b..].iter().all(|&x| x == 7),
-                        "{what}: past the blocks"
-                    );
-                }
+                gather_checked(&mut Ctx::new(eng, comm), r, b, root, &what);
             }
         }
         let b = 40_000;
