@@ -115,33 +115,30 @@ pub fn message_whole_from() -> usize {
 
 /// Copies `src` into `dst` (equal lengths).
 pub fn copy(dst: &mut [u8], src: &[u8]) {
-    if src.len() <= PIECE {
-        // One `memcpy` whatever the skew; the threshold is not read.
-        dst.copy_from_slice(src);
-        return;
-    }
-    copy_whole_from(dst, src, whole_from());
+    copy_whole_from(dst, src, whole_from);
 }
 
 /// `copy` of a message's bytes into or out of a shared-memory ring
 /// (`message_whole_from`).
 pub fn copy_message(dst: &mut [u8], src: &[u8]) {
+    copy_whole_from(dst, src, message_whole_from);
+}
+
+/// `copy`, whole from `whole()` bytes; at most `PIECE` bytes go in one
+/// `memcpy` whatever the skew, without reading the threshold.
+#[inline(always)]
+fn copy_whole_from(dst: &mut [u8], src: &[u8], whole: fn() -> usize) {
     if src.len() <= PIECE {
         dst.copy_from_slice(src);
         return;
     }
-    copy_whole_from(dst, src, message_whole_from());
-}
-
-/// `copy` of more than `PIECE` bytes, whole from `whole` bytes.
-fn copy_whole_from(dst: &mut [u8], src: &[u8], whole: usize) {
     assert_eq!(
         dst.len(),
         src.len(),
         "copy between slices of unequal length"
     );
     let skew = (dst.as_ptr() as usize).wrapping_sub(src.as_ptr() as usize) & 4095;
-    if !(1..32).contains(&skew) && src.len() >= whole {
+    if !(1..32).contains(&skew) && src.len() >= whole() {
         dst.copy_from_slice(src);
         return;
     }

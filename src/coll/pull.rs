@@ -347,11 +347,8 @@ pub fn gatherv(
             (true, None)
         } else {
             let (addr, l) = offered(c, &call, root, Some(me))?;
-            let own = if shared {
-                s.len() - root_share(s.len())
-            } else {
-                s.len()
-            };
+            // The front of the block; the root reads the rest.
+            let own = s.len() - if shared { root_share(s.len()) } else { 0 };
             if l == s.len() {
                 (write(c, root, addr, &s[..own]), None)
             } else {
@@ -385,14 +382,15 @@ pub fn gatherv(
     // read, or an address of 0 where it writes it. With two ranks on cores
     // of their own the other offers its block, and the root reads its
     // share, the block's end, once its own block is copied.
+    let shared = shares_gather(c);
     let ok = if crowded {
         read_blocks(c, &call, recv, blocks, root, |l| l, &mut bad)?
-    } else if shares_gather(c) {
+    } else if shared {
         read_blocks(c, &call, recv, blocks, root, root_share, &mut bad)?
     } else {
         true
     };
-    mark_done(c, &call, crowded || shares_gather(c));
+    mark_done(c, &call, crowded || shared);
     settled(c, ok, bad)
 }
 

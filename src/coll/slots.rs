@@ -1175,20 +1175,7 @@ const UNIFORM_HEAD: usize = 8;
 /// (scatter 512 B 0.239 against 0.209 with the length alone moved, gather
 /// 2 KiB 0.257 against 0.212 before any change).
 fn write_uniform(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize, fill: &mut Fill) {
-    if let Blocks::Uniform { len, n } = blocks {
-        // Back to back in `send`: the blocks before `skip`'s and those
-        // after it are two runs, without a walk over the ranks.
-        let after = (skip + 1) * len;
-        copy_run(d, send, (0, UNIFORM_HEAD, skip * len), fill);
-        copy_run(
-            d,
-            send,
-            (after, UNIFORM_HEAD + skip * len, n * len - after),
-            fill,
-        );
-    } else {
-        copy_blocks(d, send, blocks, skip, UNIFORM_HEAD, fill);
-    }
+    copy_blocks(d, send, blocks, skip, UNIFORM_HEAD, fill);
     put_u64(d, 0, blocks.get(0).1 | UNIFORM);
 }
 
@@ -1281,15 +1268,12 @@ fn write_table(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize, fill: &mu
         put_u64(d, 0, 0);
     }
     if let Blocks::Uniform { len, n } = blocks {
-        // The blocks before `skip`'s and those after it are two runs.
         let base = 16 * n;
         for p in (0..n).filter(|&p| p != skip) {
             put_u64(d, 16 * p, base + (p - usize::from(p > skip)) * len);
             put_u64(d, 16 * p + 8, len);
         }
-        copy_run(d, send, (0, base, skip * len), fill);
-        let after = (skip + 1) * len;
-        copy_run(d, send, (after, base + skip * len, n * len - after), fill);
+        copy_blocks(d, send, blocks, skip, base, fill);
         return;
     }
     let base = 16 * blocks.count();
@@ -1306,7 +1290,25 @@ fn write_table(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize, fill: &mu
 /// Copies the `blocks` of `send` but `skip`'s into `d` from `at`, one after
 /// the other in rank order; blocks that lie back to back in `send` go in
 /// one copy (for small blocks each copy costs more than its bytes).
+/// Inlined, with the walk over listed blocks apart (`copy_listed`), so
+/// that a scatter root's two runs cost no call: with both in one function
+/// that was not inlined, callgrind counted 960 instructions a 2-rank
+/// `MPI_Scatter` root of 8 B against 916.
+#[inline(always)]
 fn copy_blocks(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize, at: usize, fill: &mut Fill) {
+    if let Blocks::Uniform { len, n } = blocks {
+        // Back to back in `send`: the blocks before `skip`'s and those
+        // after it are two runs, without a walk over the ranks.
+        let after = (skip + 1) * len;
+        copy_run(d, send, (0, at, skip * len), fill);
+        copy_run(d, send, (after, at + skip * len, n * len - after), fill);
+    } else {
+        copy_listed(d, send, blocks, skip, at, fill);
+    }
+}
+
+/// `copy_blocks` of blocks as the caller listed them.
+fn copy_listed(d: &mut [u8], send: &[u8], blocks: Blocks, skip: usize, at: usize, fill: &mut Fill) {
     // The run being gathered: (start in `send`, start in `d`, length).
     let mut run = (0, at, 0);
     for p in (0..blocks.count()).filter(|&p| p != skip) {
