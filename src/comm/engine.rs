@@ -1145,8 +1145,11 @@ impl Engine {
         if pid_alive(seg.pid_of(q)) {
             return Ok(());
         }
-        seg.set_dead(dst);
-        let e = Error::PeerDied { rank: dst, op };
+        // The error names the first rank of this host found dead: `dst`
+        // may have quit because of it (rank 1 of a chained scan whose rank
+        // 2 was killed), and every rank should name the same one.
+        let rank = seg.set_dead(dst);
+        let e = Error::PeerDied { rank, op };
         self.poison(e.clone());
         Err(e)
     }
@@ -2260,9 +2263,8 @@ impl Engine {
                 p
             }
         };
-        if let Some(seg) = &self.seg {
-            seg.set_dead(rank);
-        }
+        // Another rank may have recorded one since: name that one.
+        let rank = self.seg.as_ref().map_or(rank, |s| s.set_dead(rank));
         Error::PeerDied { rank, op }
     }
 
@@ -2329,8 +2331,8 @@ impl Engine {
                     return Ok(());
                 }
                 if strict || self.still_needs(p) {
-                    seg.set_dead(p);
-                    return Err(Error::PeerDied { rank: p, op });
+                    let rank = seg.set_dead(p);
+                    return Err(Error::PeerDied { rank, op });
                 }
             }
         }
@@ -3655,6 +3657,39 @@ mod tests {
             assert_eq!(seg.dead(), Some(2), "the host's other ranks are told");
             assert!(matches!(e.check(), Err(Error::Poisoned(_))));
         }
+    }
+
+    /// A sender whose reader quit after finding another rank dead names
+    /// that rank, as the reader did: rank 1 of a chained 3-rank scan
+    /// failed over rank 2 and exited, and rank 0, which only sends to rank
+    /// 1, named rank 1 (seen once in CI, `robust.faults.flood`).
+    #[test]
+    fn a_sender_names_the_death_its_reader_quit_over() {
+        let seg = Arc::new(Segment::anonymous(3, 1 << 20).unwrap());
+        let mut e = Engine::over_shm(0, seg.clone());
+        seg.set_pid(1, gone_pid());
+        let data = [7u8; 8];
+        let mut sent = 0u32;
+        let err = loop {
+            match e.send_now(1, 7, 1, &data, SendKind::Plain, "MPI_Scan") {
+                Ok(true) => sent += 1,
+                Ok(false) => panic!("the link filled after {sent} sends"),
+                Err(err) => break err,
+            }
+            if sent == 40 {
+                // Rank 1 found rank 2 dead, recorded it and quit.
+                seg.set_dead(2);
+            }
+            if sent.is_multiple_of(64) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            assert!(sent < 5000, "{sent} sends to a dead peer went through");
+        };
+        match err {
+            Error::PeerDied { rank: 2, op } => assert_eq!(op, "MPI_Scan"),
+            other => panic!("expected the death of rank 2, got {other:?}"),
+        }
+        assert_eq!(seg.dead(), Some(2));
     }
 
     /// One `drain` takes at most `DRAIN_STEPS` steps, so a wait between

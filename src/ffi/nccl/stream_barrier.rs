@@ -98,8 +98,8 @@ impl StreamBarrier {
                 if probed.elapsed() >= PROBE {
                     probed = Instant::now();
                     if !pid_alive(self.seg.pid_of(k)) {
-                        self.seg.set_dead(k);
-                        return Err(Error::PeerDied { rank: k, op: OP });
+                        let rank = self.seg.set_dead(k);
+                        return Err(Error::PeerDied { rank, op: OP });
                     }
                     if let Some(t) = params().timeout {
                         if start.elapsed() >= t {

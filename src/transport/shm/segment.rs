@@ -529,15 +529,24 @@ impl Segment {
     }
 
     /// Records that world rank `rank` died while the job still needed it
-    /// (the first such rank stays) and wakes every rank.
-    pub fn set_dead(&self, rank: usize) {
+    /// (the first such rank stays) and wakes every rank. Returns the rank
+    /// recorded: `rank`, or the one another rank recorded first, which the
+    /// error should name (a peer may have quit because of that one).
+    pub fn set_dead(&self, rank: usize) -> usize {
         let h = self.header();
-        let _ =
-            h.dead_rank
-                .compare_exchange(0, rank as u32 + 1, Ordering::AcqRel, Ordering::Acquire);
+        let first = match h.dead_rank.compare_exchange(
+            0,
+            rank as u32 + 1,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => rank,
+            Err(r) => r as usize - 1,
+        };
         for r in 0..self.nranks {
             self.doorbell(r).ring();
         }
+        first
     }
 
     /// The world rank recorded by `set_dead`, if any.
@@ -776,8 +785,8 @@ mod tests {
         s0.set_abort(1, 7);
         assert_eq!(s0.aborted(), Some((1, 7)));
         assert_eq!(s0.dead(), None);
-        s0.set_dead(1);
-        s0.set_dead(0);
+        assert_eq!(s0.set_dead(1), 1);
+        assert_eq!(s0.set_dead(0), 1, "the later finder names the first");
         assert_eq!(s0.dead(), Some(1), "the first death recorded stays");
     }
 
