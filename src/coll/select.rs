@@ -4,7 +4,7 @@
 //!
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
-//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (512 KiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
+//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (8 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, shared as well from 8 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (where ranks outnumber cores never pulled); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
@@ -352,9 +352,20 @@ pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
 /// / 86.8 (109), 256 KiB 159 / 161 and 179 / 166, 512 KiB 334 / 295 (424)
 /// and 335 / 305 (439), 1 MiB 632 / 530 (861); 3 ranks 256 KiB 137 /
 /// 117, 512 KiB 285 / 265; 8 ranks 256 KiB 400 / 448, 512 KiB 798 / 641
-/// (1063), 1 MiB 1535 / 1290.
+/// (1063), 1 MiB 1535 / 1290. Since then the stream has caught up where
+/// ranks outnumber cores, and proposing the pull from 512 KiB cost more
+/// than it won: the timed rounds (`coll::tune`) went the pull's way or
+/// paid its trials. `-t`, alternated, us, proposed from 512 KiB / streamed
+/// (Open MPI): 4 ranks on 2 cores, 7 rounds, 512 KiB 174-326 / 162-339
+/// (449-954), 2 MiB 743-1364 / 718-1279 (1184-3727), one near round 1364
+/// / 735, 8 MiB 4327-7102 / 3988-6686 (7721-10422), streamed faster in 6
+/// of 7 rounds at 2 MiB and in all 7 at 8 MiB, 32 MiB 19799-26679 / 20144-25449 (2 of 4);
+/// 3 ranks, 2 rounds, 2 MiB 1064 / 1117 and 917 / 709, 8 MiB 5701 / 5042
+/// and 4878 / 4338; 8 ranks, 2 rounds, 512 KiB 447 / 371 and 410 / 379,
+/// 2 MiB 2170 / 1838 and 1837 / 1788, 8 MiB 9641 / 9866 and 8786 / 9282.
+/// So where ranks outnumber cores the pull is proposed from 8 MiB.
 pub fn pull_allreduce(bytes: usize, crowded: bool) -> bool {
-    bytes >= if crowded { 512 << 10 } else { 128 << 10 }
+    bytes >= if crowded { 8 << 20 } else { 128 << 10 }
 }
 
 /// Reduce-scatter, `bytes` in total (each rank folds its own block,
