@@ -17,6 +17,7 @@
 //! | `FERROCOLL_CACHE_BYTES` | (from sysfs) | bytes of the last-level CPU cache: received messages (and a rank's own block) from half this size, and streamed collective results from four times it, are stored past the cache |
 //! | `FERROCOLL_COPY_WHOLE_BYTES` | `32768` on AMD family 1Ah (Zen 5; `8192` for messages' copies into and out of the shared-memory rings), else `262145` | copies from 2 KiB up go in 2 KiB pieces below this size (beside glibc's `rep movsb`, slow on some CPUs for lines another core holds) and in one `memcpy` from it; set, it holds for every copy |
 //! | `FERROCOLL_FAR` | `auto` | how collectives write their data into shared memory (from 4 KiB), and messages from 16 KiB theirs into the rings: `auto`: cached, but past the cache while a rank's own cached writes run slow (this host's cores far apart, see `transport::shm::far`); `on`: always past the cache; `off`: always cached |
+//! | `FERROCOLL_SLICE` | `auto` | scheduler slices where ranks outnumber cores: `auto`: a rank asks the kernel for 100 us slices (Linux 6.12+) for a second at a time once processes outside the job keep taking its core for long at its yields (see `comm::slice`); `short`: always; `off`: never |
 //! | `FERROCOLL_TRANSPORT` | (auto) | `tcp`: every pair of ranks talks over TCP, also on one host (tests, benchmarks) |
 //! | `FERROCOLL_NSOCKS` | `1` | TCP sockets per pair of ranks (1-16); a link's bytes are dealt to them in 128 KiB pieces; the dialling rank's value counts |
 //! | `FERROCOLL_SOCKET_SNDBUF` | `524288` | bytes of each TCP socket's send buffer (the kernel doubles it); `0`: the kernel's autotuning |
@@ -92,6 +93,8 @@ pub struct Params {
     pub bind: crate::bootstrap::bind::Bind,
     /// `FERROCOLL_FAR`.
     pub far: crate::transport::shm::far::Mode,
+    /// `FERROCOLL_SLICE`.
+    pub slice: crate::comm::slice::Mode,
     /// `FERROCOLL_GPU`: NCCL calls on device buffers run (1, the default) or
     /// are refused (0).
     pub gpu: bool,
@@ -192,6 +195,7 @@ impl Params {
             },
             bind: crate::bootstrap::bind::Bind::parse(get("FERROCOLL_BIND").as_deref()),
             far: crate::transport::shm::far::Mode::parse(get("FERROCOLL_FAR").as_deref()),
+            slice: crate::comm::slice::Mode::parse(get("FERROCOLL_SLICE").as_deref()),
             gpu: get("FERROCOLL_GPU").is_none_or(|v| v.trim() != "0"),
             gpu_staging: get("FERROCOLL_GPU_STAGING_BYTES")
                 .and_then(|v| v.trim().parse::<usize>().ok())

@@ -4,6 +4,7 @@
 //! spin, then yield, then futex sleep, noticing dead peers and deadlines.
 
 use super::buffer::RawBuf;
+use super::slice;
 use crate::bootstrap::bind;
 use crate::copy::p2p_uncached_from;
 use crate::error::{Error, Result};
@@ -318,6 +319,13 @@ pub struct Engine {
     informed: bool,
     /// Ranks outnumber this machine's cores (`set_machine_ranks`).
     crowded: bool,
+    /// This rank's time on its core, kept where the slice watch looks.
+    turn: Turn,
+    /// Whether other processes compete for this rank's core, and the
+    /// slices it asks for meanwhile (`comm::slice`).
+    slice: crate::comm::slice::Watch,
+    /// The ranks last seen on this rank's CPU, for `yield_core`.
+    mates: Mates,
     /// 1 + the CPU this rank last found itself on (`current_cpu`).
     cpu: u32,
     /// Set after a fatal failure: pending work was dropped, the links are in
@@ -713,6 +721,7 @@ impl Engine {
         self.rndv_min = rndv_default(self.cma, crowded);
         self.informed = crowded && self.tcp.is_none() && self.seg.is_some();
         self.crowded = crowded;
+        self.slice.crowded(self.informed);
         self.note_running();
     }
 
@@ -786,6 +795,9 @@ impl Engine {
             spin,
             slot_spin: spin,
             informed: false,
+            turn: Turn::default(),
+            slice: crate::comm::slice::Watch::new(params().slice),
+            mates: Mates::default(),
             crowded: false,
             cpu: 0,
             broken: None,
@@ -1903,7 +1915,7 @@ impl Engine {
     ) -> Result<()> {
         self.check()?;
         for _ in 0..MATE_YIELDS {
-            std::thread::yield_now();
+            self.yield_core();
             self.progress();
             if self.broken.is_some() {
                 break;
@@ -2083,7 +2095,7 @@ impl Engine {
             }
             let polling = alone && stretch.is_some_and(|s| now.duration_since(s) < ALONE_POLL);
             if idle <= spin.saturating_add(16) || polling {
-                self.hand_over(&seg, strict, std::thread::yield_now);
+                self.yield_over(&seg, strict);
                 alone = now.elapsed() < YIELD_ALONE;
                 running_since = None;
             } else {
@@ -2096,7 +2108,7 @@ impl Engine {
                 }
                 let me = self.on_seg[self.me].unwrap_or(0);
                 let Some(seen) = seg.prepare_sleep(me) else {
-                    self.hand_over(&seg, strict, std::thread::yield_now);
+                    self.yield_over(&seg, strict);
                     continue;
                 };
                 if self.progress() || done(self) {
@@ -2161,6 +2173,57 @@ impl Engine {
         if let (Some(seg), Some(me)) = (&self.seg, self.on_seg.get(self.me).copied().flatten()) {
             seg.on_cpu(me).store(self.cpu, Ordering::Relaxed);
         }
+    }
+
+    /// Where the slice watch looks, says this rank hands its core over
+    /// (`on: false`) or has it back (`Segment::turn`), at `now` (`slice::stamp`).
+    fn note_turn(turn: &mut Turn, seg: &Segment, me: usize, on: bool, now: u32) {
+        if on {
+            turn.back = now.max(1);
+        } else if turn.back != 0 {
+            turn.busy = turn.busy.wrapping_add(slice::elapsed(turn.back, now));
+            turn.back = 0;
+        }
+        let back = on.then_some(turn.back);
+        seg.turn(me)
+            .store(slice::turn_word(turn.busy, back), Ordering::Relaxed);
+    }
+
+    /// Yields this rank's core. Where the slice watch looks
+    /// (`comm::slice`), tells it how long no rank of this CPU ran during a
+    /// long yield: a process outside the job held the core then. What the
+    /// ranks of this CPU had run when the yield began is taken from their
+    /// turn words as this rank last read them: they cannot run on its CPU
+    /// while it does, so the words it read at the end of its last yield
+    /// still hold (or, where one of them ran in a short yield since, say
+    /// less, which only makes the yield look shorter). So only a long yield
+    /// reads them, and only at its end; every 64 yields, or when this rank
+    /// moved, they are looked up again. Every yield counts this rank's own
+    /// turn (`note_turn`): two clock reads and two stores to a line of its
+    /// own.
+    fn yield_core(&mut self) {
+        let me = self.on_seg.get(self.me).copied().flatten();
+        let (Some(seg), Some(me), true) = (self.seg.as_deref(), me, self.slice.watching()) else {
+            std::thread::yield_now();
+            return;
+        };
+        if self.mates.cpu != self.cpu || self.mates.left == 0 {
+            self.mates.look(seg, me, self.cpu);
+        }
+        self.mates.left -= 1;
+        let start = slice::stamp();
+        Self::note_turn(&mut self.turn, seg, me, false, start);
+        std::thread::yield_now();
+        let end = slice::stamp();
+        Self::note_turn(&mut self.turn, seg, me, true, end);
+        let foreign = if slice::elapsed(start, end) >= slice::SLOW_YIELD_FLOOR {
+            let before = self.mates.ran_by(start);
+            let after = self.mates.ran_by_now(seg, end);
+            slice::foreign(start, end, before, after)
+        } else {
+            0
+        };
+        self.slice.yielded(end, foreign);
     }
 
     /// Whether another rank last seen on this rank's CPU was marked as
@@ -2236,12 +2299,37 @@ impl Engine {
             leave();
             return;
         }
+        self.mark_paused(seg, coll);
+        let me = self.on_seg[self.me].unwrap_or(0);
+        let watching = self.slice.watching();
+        if watching {
+            Self::note_turn(&mut self.turn, seg, me, false, slice::stamp());
+        }
+        leave();
+        if watching {
+            Self::note_turn(&mut self.turn, seg, me, true, slice::stamp());
+        }
+        self.note_running();
+    }
+
+    /// `hand_over` with a yield (`yield_core`).
+    fn yield_over(&mut self, seg: &Segment, coll: bool) {
+        if !self.informed {
+            self.yield_core();
+            return;
+        }
+        self.mark_paused(seg, coll);
+        self.yield_core();
+        self.note_running();
+    }
+
+    /// Marks this rank as not running (`PAUSED`), and as `IDLE` inside a
+    /// collective's wait (`coll`).
+    fn mark_paused(&self, seg: &Segment, coll: bool) {
         let me = self.on_seg[self.me].unwrap_or(0);
         let idle = if coll { IDLE } else { 0 };
         seg.on_cpu(me)
             .store(self.cpu | PAUSED | idle, Ordering::Relaxed);
-        leave();
-        self.note_running();
     }
 
     /// The error for a wait or send that met the dead connection to
@@ -3118,6 +3206,69 @@ impl Engine {
     }
 }
 
+/// A rank's own record of its `Segment::turn` word.
+#[derive(Clone, Copy, Debug, Default)]
+struct Turn {
+    /// Clock units (`slice::stamp`) of its past turns (wrapping).
+    busy: u32,
+    /// When its current turn began (`slice::stamp`); 0: not known, or
+    /// off its core.
+    back: u32,
+}
+
+/// The ranks of a segment last seen on one CPU (`Engine::yield_core`), and
+/// their `Segment::turn` words as this rank last read them.
+#[derive(Debug, Default)]
+struct Mates {
+    /// The CPU (`Segment::on_cpu`'s CPU part) they were seen on.
+    cpu: u32,
+    /// Yields left before they are looked up again.
+    left: u32,
+    ranks: Vec<usize>,
+    words: Vec<u64>,
+}
+
+impl Mates {
+    /// Yields between two lookups.
+    const FOR: u32 = 64;
+
+    /// Looks up the ranks of `seg` but `me` last seen on `cpu`, and reads
+    /// their turn words.
+    fn look(&mut self, seg: &Segment, me: usize, cpu: u32) {
+        self.cpu = cpu;
+        self.left = Mates::FOR;
+        self.ranks.clear();
+        self.ranks.extend(
+            (0..seg.nranks())
+                .filter(|&p| p != me && cpu_of(seg.on_cpu(p).load(Ordering::Relaxed)) == cpu),
+        );
+        self.read(seg);
+    }
+
+    fn read(&mut self, seg: &Segment) {
+        self.words.clear();
+        self.words.extend(
+            self.ranks
+                .iter()
+                .map(|&p| seg.turn(p).load(Ordering::Relaxed)),
+        );
+    }
+
+    /// The sum of the clock units they had run by `now` (`slice::ran_by`,
+    /// wrapping), from the words last read.
+    fn ran_by(&self, now: u32) -> u32 {
+        self.words
+            .iter()
+            .fold(0u32, |sum, &w| sum.wrapping_add(slice::ran_by(w, now)))
+    }
+
+    /// `ran_by` from their words as they are now, which are kept.
+    fn ran_by_now(&mut self, seg: &Segment, now: u32) -> u32 {
+        self.read(seg);
+        self.ran_by(now)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3690,6 +3841,62 @@ mod tests {
             other => panic!("expected the death of rank 2, got {other:?}"),
         }
         assert_eq!(seg.dead(), Some(2));
+    }
+
+    /// A rank that yields while a process outside the job spins on its CPU
+    /// asks for short slices (`comm::slice`): at each of its yields the
+    /// spinner holds the core for a slice, and no rank of the host ran
+    /// meanwhile. Fails if the watch misses it for 5 s (it takes a few
+    /// yields of a few ms each).
+    #[test]
+    fn yields_beside_a_spinner_ask_for_short_slices() {
+        if params().slice != slice::Mode::Auto {
+            eprintln!("skipped: FERROCOLL_SLICE is set");
+            return;
+        }
+        let Some(cpu) = bind::allowed_cpus().ok().and_then(|c| c.first().copied()) else {
+            eprintln!("skipped: no CPU list");
+            return;
+        };
+        let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let spin_stop = stop.clone();
+        let spinner = std::thread::spawn(move || {
+            if bind::pin(cpu) {
+                while !spin_stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        let asked = std::thread::spawn(move || {
+            if !bind::pin(cpu) {
+                return None;
+            }
+            let mut e = Engine::over_shm(0, seg);
+            e.set_machine_ranks(usize::MAX);
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(5) {
+                e.yield_core();
+                if e.slice.short() {
+                    return Some(true);
+                }
+                if !e.slice.watching() {
+                    return None;
+                }
+            }
+            Some(false)
+        })
+        .join()
+        .unwrap();
+        stop.store(true, Ordering::Relaxed);
+        spinner.join().unwrap();
+        match asked {
+            None => eprintln!("skipped: pinning or sched_setattr refused"),
+            Some(asked) => assert!(
+                asked,
+                "5 s of yields beside a spinner did not count as competition"
+            ),
+        }
     }
 
     /// One `drain` takes at most `DRAIN_STEPS` steps, so a wait between

@@ -4,6 +4,7 @@
 
 pub mod buffer;
 pub mod engine;
+pub mod slice;
 
 use crate::coll::{self, Ctx, Reducer};
 use crate::error::{Error, Result};

@@ -80,6 +80,7 @@ struct Layout {
     bells: usize,
     cpus: usize,
     barriers: usize,
+    turns: usize,
     slots: usize,
     rings: usize,
     total: usize,
@@ -89,13 +90,15 @@ fn layout(nranks: usize, ring_bytes: usize) -> Layout {
     let bells = HEADER_BYTES;
     let cpus = bells + nranks * 64;
     let barriers = cpus + nranks * 64;
-    let slots = (barriers + nranks * 64).div_ceil(4096) * 4096;
+    let turns = barriers + nranks * 64;
+    let slots = (turns + nranks * 64).div_ceil(4096) * 4096;
     let rings = (slots + nranks * AREAS * AREA_BYTES).div_ceil(4096) * 4096;
     let total = rings + nranks * nranks * (CTRL_BYTES + ring_bytes);
     Layout {
         bells,
         cpus,
         barriers,
+        turns,
         slots,
         rings,
         total,
@@ -482,6 +485,21 @@ impl Segment {
         // SAFETY: the word is 64-byte aligned inside the mapping (see
         // `layout`), zero-initialised, and used only atomically.
         unsafe { &*(self.base().add(cpus + 64 * rank) as *const AtomicU32) }
+    }
+
+    /// `rank`'s time on its core, on a line of its own: the clock units
+    /// (`comm::slice::stamp`) of its turns so far (high half, wrapping)
+    /// and when its current turn began (low half, never 0), or 0 while it
+    /// has handed its core over. A rank that yielded tells from it how
+    /// long the ranks of its CPU ran meanwhile (`comm::slice`). Apart from
+    /// the `on_cpu` word, which ranks of other CPUs poll: the ranks of its
+    /// own CPU read it.
+    pub fn turn(&self, rank: usize) -> &AtomicU64 {
+        assert!(rank < self.nranks);
+        let turns = self.layout.turns;
+        // SAFETY: the word is 64-byte aligned inside the mapping (see
+        // `layout`), zero-initialised, and used only atomically.
+        unsafe { &*(self.base().add(turns + 64 * rank) as *const AtomicU64) }
     }
 
     /// How many stream barriers `rank` has reached (NCCL calls ordered on
