@@ -326,6 +326,30 @@ fn current_tid() -> libc::pid_t {
 /// `SCHED_BATCH`.
 pub fn set_slice(tid: libc::pid_t, ns: u64) -> bool {
     const RESET_ON_FORK: u64 = 1;
+    let Some(mut a) = sched_attr(tid) else {
+        return false;
+    };
+    let fair = [libc::SCHED_OTHER, libc::SCHED_BATCH].map(|p| p as u32);
+    if !fair.contains(&a.sched_policy) {
+        return false;
+    }
+    a.sched_runtime = ns;
+    a.sched_flags &= RESET_ON_FORK;
+    // SAFETY: `a` is a valid `sched_attr` of `a.size` bytes.
+    let set = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setattr,
+            tid,
+            &a as *const libc::sched_attr,
+            0,
+        )
+    };
+    set == 0
+}
+
+/// Thread `tid`'s scheduling attributes (`sched_getattr`), with `size`
+/// set to the struct's; None where the kernel refuses.
+fn sched_attr(tid: libc::pid_t) -> Option<libc::sched_attr> {
     // SAFETY: all zeroes is a valid `sched_attr`.
     let mut a: libc::sched_attr = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
@@ -339,43 +363,15 @@ pub fn set_slice(tid: libc::pid_t, ns: u64) -> bool {
             0,
         )
     };
-    let fair = [libc::SCHED_OTHER, libc::SCHED_BATCH].map(|p| p as u32);
-    if got != 0 || !fair.contains(&a.sched_policy) {
-        return false;
-    }
     a.size = size;
-    a.sched_runtime = ns;
-    a.sched_flags &= RESET_ON_FORK;
-    // SAFETY: `a` is a valid `sched_attr` of `size` bytes.
-    let set = unsafe {
-        libc::syscall(
-            libc::SYS_sched_setattr,
-            tid,
-            &a as *const libc::sched_attr,
-            0,
-        )
-    };
-    set == 0
+    (got == 0).then_some(a)
 }
 
 /// The slice the kernel reports for thread `tid` (`sched_runtime`), for
 /// tests.
 #[cfg(test)]
 pub fn slice_of(tid: libc::pid_t) -> Option<u64> {
-    // SAFETY: as in `set_slice`.
-    let mut a: libc::sched_attr = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
-    // SAFETY: `a` is a writable `sched_attr` of `size` bytes.
-    let got = unsafe {
-        libc::syscall(
-            libc::SYS_sched_getattr,
-            tid,
-            &mut a as *mut libc::sched_attr,
-            size,
-            0,
-        )
-    };
-    (got == 0).then_some(a.sched_runtime)
+    sched_attr(tid).map(|a| a.sched_runtime)
 }
 
 #[cfg(test)]
