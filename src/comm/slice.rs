@@ -378,17 +378,27 @@ pub fn slice_of(tid: libc::pid_t) -> Option<u64> {
 mod tests {
     use super::*;
 
-    /// `SLOW_YIELDS` slow yields within `SLOW_WITHIN_US` give short slices; fast
-    /// ones, or slow ones spread out, do not; after `SHORT_FOR_US` the
-    /// default comes back. Fails if any of these is counted otherwise.
-    #[test]
-    fn short_slices_follow_slow_yields() {
+    /// Runs `f` with the id and the reported slice of a fresh thread (whose
+    /// slices it may change), or skips where `sched_getattr` is missing.
+    fn on_own_thread(f: impl FnOnce(libc::pid_t, u64) + Send + 'static) {
         std::thread::spawn(|| {
             let tid = current_tid();
             let Some(default) = slice_of(tid) else {
                 eprintln!("skipped: no sched_getattr here");
                 return;
             };
+            f(tid, default);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// `SLOW_YIELDS` slow yields within `SLOW_WITHIN_US` give short slices; fast
+    /// ones, or slow ones spread out, do not; after `SHORT_FOR_US` the
+    /// default comes back. Fails if any of these is counted otherwise.
+    #[test]
+    fn short_slices_follow_slow_yields() {
+        on_own_thread(|tid, default| {
             let slow = SLOW_YIELD_US;
             let mut w = Watch::new(Mode::Auto);
             w.rate.fixed = Some(1.0); // a unit a microsecond
@@ -424,21 +434,14 @@ mod tests {
             w.yielded(t1 + SHORT_FOR_US * 2, 0);
             assert!(!w.short(), "short slices kept past SHORT_FOR_US");
             assert_eq!(slice_of(tid), Some(default));
-        })
-        .join()
-        .unwrap();
+        });
     }
 
     /// `Mode::Short` asks at once where ranks outnumber cores and gives the
     /// slices back when they no longer do; `Mode::Off` never watches.
     #[test]
     fn modes_short_and_off() {
-        std::thread::spawn(|| {
-            let tid = current_tid();
-            let Some(default) = slice_of(tid) else {
-                eprintln!("skipped: no sched_getattr here");
-                return;
-            };
+        on_own_thread(|tid, default| {
             let mut w = Watch::new(Mode::Short);
             w.crowded(true);
             assert!(!w.watching());
@@ -454,9 +457,7 @@ mod tests {
             assert_eq!(Mode::parse(Some("off")), Mode::Off);
             assert_eq!(Mode::parse(Some("bogus")), Mode::Auto);
             assert_eq!(Mode::parse(None), Mode::Auto);
-        })
-        .join()
-        .unwrap();
+        });
     }
 
     /// A yield counts only the time no rank of its CPU ran: a mate's
