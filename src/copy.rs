@@ -57,37 +57,13 @@ pub fn whole_from() -> usize {
 /// `FERROCOLL_COPY_WHOLE_BYTES`, else `amd_1ah` on an AMD CPU of family
 /// 1Ah, else past `SHARED_MAX`.
 fn by_cpu(amd_1ah: usize) -> usize {
-    crate::param::params()
-        .copy_whole_bytes
-        .unwrap_or(if amd_family() == Some(0x1a) {
+    crate::param::params().copy_whole_bytes.unwrap_or(
+        if crate::cpu::vendor() == crate::cpu::Vendor::Amd(0x1a) {
             amd_1ah
         } else {
             SHARED_MAX + 1
-        })
-}
-
-/// The CPU family of an AMD x86-64 CPU (`cpuid`), `None` on any other
-/// (and under Miri, which has no `cpuid`).
-fn amd_family() -> Option<u32> {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        use std::arch::x86_64::__cpuid;
-        let v = __cpuid(0);
-        let vendor: Vec<u8> = [v.ebx, v.edx, v.ecx]
-            .iter()
-            .flat_map(|r| r.to_le_bytes())
-            .collect();
-        if vendor == b"AuthenticAMD" {
-            let eax = __cpuid(1).eax;
-            let base = (eax >> 8) & 0xf;
-            return Some(if base == 0xf {
-                base + ((eax >> 20) & 0xff)
-            } else {
-                base
-            });
-        }
-    }
-    None
+        },
+    )
 }
 
 /// Messages' copies into and out of the shared-memory rings go whole from
@@ -294,20 +270,7 @@ mod tests {
     }
 
     #[test]
-    fn amd_family_matches_cpuinfo() {
-        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let field = |k: &str| {
-            info.lines()
-                .find(|l| l.starts_with(k))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        };
-        let amd =
-            cfg!(target_arch = "x86_64") && field("vendor_id").as_deref() == Some("AuthenticAMD");
-        let want = amd
-            .then(|| field("cpu family").and_then(|f| f.parse().ok()))
-            .flatten();
-        assert_eq!(amd_family(), want);
+    fn copies_go_whole_past_a_piece() {
         assert!(whole_from() > PIECE);
         assert!(message_whole_from() > PIECE && message_whole_from() <= whole_from());
     }

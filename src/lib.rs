@@ -6,6 +6,7 @@ pub mod bootstrap;
 pub mod coll;
 pub mod comm;
 pub mod copy;
+pub mod cpu;
 pub mod dtype;
 pub mod error;
 pub mod ffi;

@@ -13,7 +13,8 @@
 //! | `FERROCOLL_SHM_RING_BYTES` | `1048576` | bytes of each per-pair shared-memory ring |
 //! | `FERROCOLL_SPIN` | `2000` | polls before a waiting rank yields, then sleeps on a futex |
 //! | `FERROCOLL_RNDV_BYTES` | `131072` / `32768` / `65536` | messages from this size wait for the matching receive and land directly in its buffer; where the receiver may read the sender's memory (`FERROCOLL_CMA`) 128 KiB, or a collective's 32 KiB where ranks outnumber cores; else 64 KiB. Unset, announced messages stream through the ring, but a root's to several ranks, which are read in place (README) |
-//! | `FERROCOLL_CMA` | `on` | `on`: a rank reads announced messages from another rank of its host straight out of the sender's memory (`process_vm_readv`, one copy) where ranks outnumber cores or a root sends to several ranks, and `pull` collectives reach their peers' buffers, falling back to the ring where the kernel refuses; `off`: always through the ring |
+//! | `FERROCOLL_CMA` | `on` | `on`: a rank reads announced messages from another rank of its host straight out of the sender's memory (`process_vm_readv`, one copy) where a root sends to several ranks and where its sender is busy receiving (`FERROCOLL_CMA_BUSY`), and `pull` collectives reach their peers' buffers, falling back to the ring where the kernel refuses; `off`: always through the ring |
+//! | `FERROCOLL_CMA_BUSY` | `auto` | where `FERROCOLL_CMA` is on, a message to another rank of the host (from the rendezvous size) whose sender is itself receiving large messages (`MPI_Sendrecv`, a halo's `MPI_Irecv`s posted before its `MPI_Isend`s, a collective's exchanges) is read in place by its receiver instead of streaming through the ring, where both together pass 2 MiB (1 MiB where ranks outnumber cores): `auto`: on Intel CPUs (measured faster there), not on others; `on`; `off` |
 //! | `FERROCOLL_CACHE_BYTES` | (from sysfs) | bytes of the last-level CPU cache: received messages (and a rank's own block) from half this size, and streamed collective results from four times it, are stored past the cache |
 //! | `FERROCOLL_COPY_WHOLE_BYTES` | `32768` on AMD family 1Ah (Zen 5; `8192` for messages' copies into and out of the shared-memory rings), else `262145` | copies from 2 KiB up go in 2 KiB pieces below this size (beside glibc's `rep movsb`, slow on some CPUs for lines another core holds) and in one `memcpy` from it; set, it holds for every copy |
 //! | `FERROCOLL_FAR` | `auto` | how collectives write their data into shared memory (from 4 KiB), and messages from 16 KiB theirs into the rings: `auto`: cached, but past the cache while a rank's own cached writes run slow (this host's cores far apart, see `transport::shm::far`); `on`: always past the cache; `off`: always cached |
@@ -72,6 +73,9 @@ pub struct Params {
     /// `FERROCOLL_CMA`: announced messages on this host are read from the
     /// sender's memory (`transport::shm::cma`).
     pub cma: bool,
+    /// `FERROCOLL_CMA_BUSY`: `Some(on)` where set to on or off, `None` for
+    /// the CPU's default (`comm::engine::reads_busy_default`).
+    pub cma_busy: Option<bool>,
     /// `FERROCOLL_CACHE_BYTES`; `None`: read the cache size from sysfs.
     pub cache_bytes: Option<usize>,
     /// `FERROCOLL_COPY_WHOLE_BYTES`; `None`: by the CPU (`copy::whole_from`,
@@ -165,6 +169,11 @@ impl Params {
                 get("FERROCOLL_CMA").as_deref().map(str::trim),
                 Some("0" | "off" | "no" | "false")
             ),
+            cma_busy: match get("FERROCOLL_CMA_BUSY").as_deref().map(str::trim) {
+                Some("1" | "on" | "yes" | "true") => Some(true),
+                Some("0" | "off" | "no" | "false") => Some(false),
+                _ => None,
+            },
             cache_bytes: get("FERROCOLL_CACHE_BYTES")
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .filter(|&b| b > 0),

@@ -547,7 +547,9 @@ pub fn reduce(c: &Ctx, bytes: usize, extent: usize, commutative: bool) -> Reduce
 /// 177 / 196 / 211, 8 MiB 681 / 1053 / 902, 32 MiB 3927 / 5592 / 4287;
 /// near, through the rings 0.62 and 0.83 of read in place at 2 and 8 MiB.
 /// The messages now go through the rings (`comm::engine`'s `reads_in_place`),
-/// which since won far too: 4 MiB 352 / 191 read in place / through them.
+/// which since won far too: 4 MiB 352 / 191 read in place / through them
+/// (on AMD EPYC; on Intel CPUs they are read in place again from 2 MiB,
+/// where each rank also receives, `comm::engine`'s `busy_sender_reads`).
 pub fn allgather(c: &mut Ctx, total: usize) -> Result<Allgather> {
     Ok(match c.forced("allgather") {
         Some("stream") if c.has_slots() => Allgather::Stream,

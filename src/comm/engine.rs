@@ -366,6 +366,9 @@ pub struct Engine {
     /// sender's memory (`FERROCOLL_CMA`); off once the kernel refused a
     /// read here, so this rank asks for the data instead.
     cma: bool,
+    /// Where `cma` holds, a busy sender's messages go by `Pull` too
+    /// (`busy_sender_reads`, `FERROCOLL_CMA_BUSY`).
+    read_busy: bool,
     /// Writes that found their peer holding every post of the link
     /// (`Link::backlogged`), and when such a peer's process was last looked
     /// for (`check_reader`).
@@ -481,6 +484,11 @@ pub enum SendKind {
     /// (`coll::slots::scatter_kind`): eager below `LONE_EAGER`, else
     /// through the ring's rendezvous.
     Lone,
+    /// A collective's message that its receiver folds piece by piece as it
+    /// lands (`Engine::exchange_folding`): as `Plain`, but never read in
+    /// place by a busy sender's rule (`busy_sender_reads`): a read lands
+    /// whole, and the fold would then read it back from memory.
+    Folded,
 }
 
 /// A `SendKind::Lone` message leaves eagerly below this size (unless
@@ -538,7 +546,8 @@ fn rndv_default(pull: bool, crowded: bool) -> usize {
 /// streaming through the ring once its receive is posted
 /// (`FrameKind::Rts`): only a root's messages to several ranks
 /// (`SendKind::Rooted`), each of which its receiver reads at once while
-/// the root goes on. Every other message streams, wherever ranks run: the
+/// the root goes on (on Intel CPUs a busy sender's are read too, by
+/// `busy_sender_reads`). Every other message streams, wherever ranks run: the
 /// sender copies its freshly written lines from its own cache while the
 /// receiver on the other core takes each chunk it hands over, where read in
 /// place each line crossed from the sender's core at the kernel's pace.
@@ -576,6 +585,55 @@ fn rndv_default(pull: bool, crowded: bool) -> usize {
 /// only rooted messages read, nothing is.
 fn reads_in_place(kind: SendKind) -> bool {
     kind == SendKind::Rooted
+}
+
+/// A busy sender's message (`busy_sender_reads`) counts from this many
+/// bytes of receives pending at its sender.
+const BUSY_RECEIVING: usize = 512 * 1024;
+/// ... and is read in place once it and those receives together pass this
+/// many bytes, where ranks have cores of their own,
+const BUSY_READ_PAST: usize = 2 << 20;
+/// ... or this many where they outnumber cores.
+const CROWDED_BUSY_READ_PAST: usize = 1 << 20;
+
+/// Whether an announced message of `len` bytes (of a kind other than
+/// `SendKind::Folded`), whose sender has `receiving` bytes of receives
+/// pending, is read in place by its receiver rather than streamed, where
+/// the CPU's default or `FERROCOLL_CMA_BUSY` says so (`Engine::read_busy`).
+/// A streamed message costs its sender a copy into the ring: that pays in
+/// a ping-pong, whose sender would wait meanwhile (the two copies overlap,
+/// and the sender's come from its own cache), but a sender with messages
+/// of its own to take in has no core to spare, and a read in place leaves
+/// one copy per byte for both directions together. On this Intel Xeon
+/// guest (2 vCPUs, 2 MiB L2 each, 2026-12-01), `-t`, alternated, medians of
+/// 3, us, streamed / read in place (Open MPI in the same rounds): 2 ranks,
+/// `MPI_Sendrecv` 512 KiB 73.3 / 114, 1 MiB 177 / 235, 2 MiB 401 / 299
+/// (297), 8 MiB 1678 / 1106 (1113); halo (two `MPI_Irecv` before two
+/// `MPI_Isend`) 512 KiB 154 / 150, 1 MiB 338 / 292, 2 MiB 737 / 489 (494),
+/// 8 MiB 3082 / 1902 (1929); alltoall 8 MiB 1288 / 1043 (1023); allgather
+/// 8 MiB 994 / 883 (876); but pingpong (nothing received meanwhile) 2 MiB
+/// 213 / 297 (252), 8 MiB 845 / 992 (927). 4 ranks on 2 cores: sendrecv
+/// 1 MiB 430 / 375, 2 MiB 873 / 613 (578), 8 MiB 4228 / 2513 (2380); halo
+/// 512 KiB 375 / 311, 2 MiB 1606 / 1203 (1032), 8 MiB 8925 / 5620 (6091);
+/// pingpong 512 KiB 44.9 / 81.3. On an AMD EPYC (Zen 5) guest streaming
+/// won also there (2 ranks, near: sendrecv 4 MiB 200 against 342 read,
+/// halo 4 MiB 384 against 776; see `reads_in_place`), so it reads so only
+/// on Intel CPUs unless told (`reads_busy_default`).
+fn busy_sender_reads(len: usize, receiving: usize, crowded: bool) -> bool {
+    let past = if crowded {
+        CROWDED_BUSY_READ_PAST
+    } else {
+        BUSY_READ_PAST
+    };
+    receiving >= BUSY_RECEIVING && len.saturating_add(receiving) > past
+}
+
+/// `FERROCOLL_CMA_BUSY`, else whether this is an Intel CPU, where busy
+/// senders' messages read in place measured faster (`busy_sender_reads`).
+fn reads_busy_default() -> bool {
+    params()
+        .cma_busy
+        .unwrap_or(crate::cpu::vendor() == crate::cpu::Vendor::Intel)
 }
 
 /// Most bytes one `drain` call reads from a link before returning.
@@ -815,6 +873,7 @@ impl Engine {
             hosts: vec![0; n],
             multi_host: false,
             cma: params().cma,
+            read_busy: reads_busy_default(),
             backlogged: 0,
             reader_checked: None,
         }
@@ -1010,7 +1069,10 @@ impl Engine {
             && self.cma
             && self.links[dst].is_shm()
             && id <= AUX_MAX as usize
-            && reads_in_place(kind)
+            && (reads_in_place(kind)
+                || (self.read_busy
+                    && kind != SendKind::Folded
+                    && busy_sender_reads(buf.len(), self.receiving(), self.crowded)))
         {
             // The receiver reads it where it lies: one copy, not two
             // through the ring, and no sender needs to run meanwhile.
@@ -1651,6 +1713,22 @@ impl Engine {
             }) if *t == id => *off,
             _ => 0,
         }
+    }
+
+    /// Bytes of this rank's receives not yet waited for (their buffers'
+    /// lengths), done or not, for `busy_sender_reads`: a receive posted
+    /// just before the send that found its message offered read it at once,
+    /// and its rank has copied as much as a pending one will. A look at
+    /// every live request, only for messages from the rendezvous size.
+    fn receiving(&self) -> usize {
+        self.reqs
+            .iter()
+            .flatten()
+            .map(|r| match r.kind {
+                Kind::Recv { buf, .. } => buf.len(),
+                _ => 0,
+            })
+            .sum()
     }
 
     /// Whether a request has completed (no progress is made).
@@ -3092,7 +3170,7 @@ impl Engine {
             Some((dst, buf)) => {
                 // SAFETY: as above; send buffers are only read.
                 let sraw = unsafe { RawBuf::new(buf.as_ptr() as *mut u8, buf.len()) };
-                Some(self.isend(dst, ctx, tag, sraw, op)?)
+                Some(self.isend_as(dst, ctx, tag, sraw, op, SendKind::Folded)?)
             }
             None => None,
         };
@@ -3411,9 +3489,10 @@ mod tests {
 
     /// Every announced send but a root's to several ranks
     /// (`SendKind::Rooted`, read in place: `Pull`) streams through the ring
-    /// (`Rts`), whether ranks outnumber cores or not; where they do, a
-    /// paired one leaves eagerly below `CROWDED_PAIRED_RNDV`. Fails if any
-    /// announces itself otherwise.
+    /// (`Rts`), whether ranks outnumber cores or not, where busy senders'
+    /// messages are not read (`read_busy` off, or no receive pending here);
+    /// where ranks outnumber cores, a paired one leaves eagerly below
+    /// `CROWDED_PAIRED_RNDV`. Fails if any announces itself otherwise.
     #[test]
     fn announced_sends_stream_where_ranks_have_cores_of_their_own() {
         if !default_rendezvous() {
@@ -3421,14 +3500,11 @@ mod tests {
         }
         let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
         let mut tx = Engine::over_shm(0, seg);
+        tx.read_busy = false;
         let mid = vec![5u8; 4 * PULL_RNDV];
         let big = vec![5u8; 4 << 20];
         assert!(mid.len() < big.len() && PULL_RNDV < mid.len());
         assert!(big.len() >= CROWDED_PAIRED_RNDV.max(LONE_EAGER));
-        let announced_as = |tx: &Engine, id: ReqId| match tx.reqs[id].as_ref().map(|r| &r.kind) {
-            Some(Kind::Send { hdr, .. }) => Frame::decode(hdr).expect("a header").kind,
-            _ => panic!("request {id} is no send"),
-        };
         for crowded in [false, true] {
             tx.crowded = crowded;
             tx.rndv_min = rndv_default(true, crowded);
@@ -3462,6 +3538,102 @@ mod tests {
                 );
             }
         }
+        drop(tx);
+    }
+
+    /// The frame kind send `id` announced itself with.
+    fn announced_as(tx: &Engine, id: ReqId) -> FrameKind {
+        match tx.reqs[id].as_ref().map(|r| &r.kind) {
+            Some(Kind::Send { hdr, .. }) => Frame::decode(hdr).expect("a header").kind,
+            _ => panic!("request {id} is no send"),
+        }
+    }
+
+    /// A busy sender's message is read in place from `BUSY_RECEIVING`
+    /// bytes of receives pending at its sender, once it and they together
+    /// pass `BUSY_READ_PAST` (`CROWDED_BUSY_READ_PAST` where ranks
+    /// outnumber cores), and not at or below either. Fails if a bound is
+    /// off by one or the two thresholds are swapped.
+    #[test]
+    fn busy_senders_are_read_past_their_bounds() {
+        for (crowded, past) in [(false, BUSY_READ_PAST), (true, CROWDED_BUSY_READ_PAST)] {
+            let r = BUSY_RECEIVING;
+            assert!(r < past, "crowded {crowded}");
+            assert!(
+                !busy_sender_reads(past - r, r, crowded),
+                "crowded {crowded}"
+            );
+            assert!(
+                busy_sender_reads(past - r + 1, r, crowded),
+                "crowded {crowded}"
+            );
+            // Too little received, however large the message.
+            assert!(!busy_sender_reads(usize::MAX, r - 1, crowded));
+            assert!(!busy_sender_reads(0, 0, crowded));
+            assert!(busy_sender_reads(usize::MAX, r, crowded));
+        }
+        const { assert!(CROWDED_BUSY_READ_PAST < BUSY_READ_PAST) };
+        assert!(busy_sender_reads(BUSY_READ_PAST, BUSY_RECEIVING, true));
+        assert!(!busy_sender_reads(
+            BUSY_READ_PAST - BUSY_RECEIVING,
+            BUSY_RECEIVING,
+            false
+        ));
+    }
+
+    /// With `read_busy` on, an announced message goes by `Pull` while its
+    /// sender has large receives live (pending, or completed but not yet
+    /// waited for, as one that read its message at once), and by `Rts`
+    /// without them, with `read_busy` off, or when its receiver folds it
+    /// (`SendKind::Folded`); a root's goes by `Pull` either way. Fails if
+    /// any announces itself otherwise.
+    #[test]
+    fn busy_senders_offer_their_messages_to_be_read() {
+        if !default_rendezvous() {
+            return;
+        }
+        let seg = Arc::new(Segment::anonymous(2, 1 << 20).unwrap());
+        let mut tx = Engine::over_shm(0, seg);
+        tx.read_busy = true;
+        tx.crowded = false;
+        tx.rndv_min = rndv_default(true, false);
+        let big = vec![5u8; BUSY_READ_PAST];
+        let mut inbox = vec![0u8; BUSY_RECEIVING];
+        let send = |tx: &mut Engine, kind: SendKind| {
+            // SAFETY: `big` outlives the engine, dropped first.
+            let raw = unsafe { RawBuf::new(big.as_ptr() as *mut u8, big.len()) };
+            let id = tx.isend_as(1, 7, 1, raw, "send", kind).unwrap();
+            announced_as(tx, id) as u8
+        };
+        let (pull, rts) = (FrameKind::Pull as u8, FrameKind::Rts as u8);
+        assert_eq!(send(&mut tx, SendKind::Program), rts, "nothing received");
+        // SAFETY: `inbox` outlives the engine, dropped first.
+        let raw = unsafe { RawBuf::new(inbox.as_mut_ptr(), inbox.len()) };
+        let m = Match {
+            source: Some(1),
+            ctx: 7,
+            tag: Some(2),
+        };
+        let rid = tx.irecv(m, raw).unwrap();
+        for kind in [SendKind::Program, SendKind::Paired, SendKind::Plain] {
+            assert_eq!(send(&mut tx, kind), pull, "kind {}", kind as u8);
+        }
+        assert_eq!(send(&mut tx, SendKind::Folded), rts, "folded");
+        tx.read_busy = false;
+        assert_eq!(send(&mut tx, SendKind::Program), rts, "read_busy off");
+        assert_eq!(send(&mut tx, SendKind::Rooted), pull, "rooted");
+        tx.read_busy = true;
+        // Received already, not yet waited for: still busy. (As a message
+        // that matched it would have, it leaves the posted receives.)
+        tx.posted.retain(|&p| p != rid);
+        tx.complete(rid, Status::default());
+        assert_eq!(
+            send(&mut tx, SendKind::Program),
+            pull,
+            "received, not taken"
+        );
+        tx.take(rid);
+        assert_eq!(send(&mut tx, SendKind::Program), rts, "receive taken");
         drop(tx);
     }
 
