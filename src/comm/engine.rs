@@ -6,7 +6,7 @@
 use super::buffer::RawBuf;
 use super::slice;
 use crate::bootstrap::bind;
-use crate::copy::p2p_uncached_from;
+use crate::copy::message_uncached_from;
 use crate::error::{Error, Result};
 use crate::param;
 use crate::param::params;
@@ -2738,9 +2738,9 @@ impl Engine {
                             };
                             let fit = buf.len().saturating_sub(o).min(want);
                             // A message too large for the cache goes on to
-                            // memory past it (`p2p_uncached_from` has the
+                            // memory past it (`message_uncached_from` has the
                             // figures).
-                            if fit > 0 && len >= p2p_uncached_from() {
+                            if fit > 0 && len >= message_uncached_from() {
                                 buf.fill_at(o, fit, |d| link.read_into_uncached(d))
                             } else if fit > 0 {
                                 buf.fill_at(o, fit, |d| link.read_into(d))
