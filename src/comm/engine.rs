@@ -588,7 +588,7 @@ fn reads_in_place(kind: SendKind) -> bool {
 }
 
 /// A busy sender's message (`busy_sender_reads`) counts from this many
-/// bytes of receives pending at its sender.
+/// bytes of receives live at its sender (`Engine::receiving`).
 const BUSY_RECEIVING: usize = 512 * 1024;
 /// ... and is read in place once it and those receives together pass this
 /// many bytes, where ranks have cores of their own,
@@ -598,7 +598,7 @@ const CROWDED_BUSY_READ_PAST: usize = 1 << 20;
 
 /// Whether an announced message of `len` bytes (of a kind other than
 /// `SendKind::Folded`), whose sender has `receiving` bytes of receives
-/// pending, is read in place by its receiver rather than streamed, where
+/// live (pending, or done and not yet waited for), is read in place by its receiver rather than streamed, where
 /// the CPU's default or `FERROCOLL_CMA_BUSY` says so (`Engine::read_busy`).
 /// A streamed message costs its sender a copy into the ring: that pays in
 /// a ping-pong, whose sender would wait meanwhile (the two copies overlap,
