@@ -2,6 +2,8 @@
 //! CPUs and not another's (`copy::whole_from`, `comm::engine`'s reads of
 //! busy senders' messages).
 
+use std::sync::OnceLock;
+
 /// The CPU's maker, as far as the defaults care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vendor {
@@ -14,8 +16,15 @@ pub enum Vendor {
     Other,
 }
 
-/// This CPU's vendor, read with `cpuid`.
+/// This CPU's vendor, read with `cpuid` once (in a virtual machine each
+/// `cpuid` traps to the hypervisor).
 pub fn vendor() -> Vendor {
+    static VENDOR: OnceLock<Vendor> = OnceLock::new();
+    *VENDOR.get_or_init(read_vendor)
+}
+
+/// `vendor`, read now.
+fn read_vendor() -> Vendor {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         use std::arch::x86_64::__cpuid;

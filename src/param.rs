@@ -126,6 +126,13 @@ impl Params {
                 // is forever to a wait.
                 .min(MAX_SECS)
         };
+        // An on/off knob: `Some(true)` for 1, on, yes, true; `Some(false)`
+        // for 0, off, no, false; `None` unset or anything else.
+        let switch = |k: &str| match get(k).as_deref().map(str::trim) {
+            Some("1" | "on" | "yes" | "true") => Some(true),
+            Some("0" | "off" | "no" | "false") => Some(false),
+            _ => None,
+        };
         let timeout = secs("FERROCOLL_TIMEOUT", 0.0);
         let stall_warn = secs("FERROCOLL_STALL_WARN", 60.0);
         // NCCL programs' own knob counts when ours is not set.
@@ -153,10 +160,7 @@ impl Params {
             timeout: (timeout > 0.0).then(|| Duration::from_secs_f64(timeout)),
             setup_timeout: Duration::from_secs_f64(secs("FERROCOLL_SETUP_TIMEOUT", 60.0).max(0.1)),
             stall_warn: (stall_warn > 0.0).then(|| Duration::from_secs_f64(stall_warn)),
-            check: matches!(
-                get("FERROCOLL_CHECK").as_deref().map(str::trim),
-                Some("1" | "yes" | "on" | "true")
-            ),
+            check: switch("FERROCOLL_CHECK") == Some(true),
             algo,
             ring_bytes: ring.div_ceil(4096) * 4096,
             spin: get("FERROCOLL_SPIN")
@@ -165,15 +169,8 @@ impl Params {
             rndv_min: get("FERROCOLL_RNDV_BYTES")
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .map(|b| b.max(1)),
-            cma: !matches!(
-                get("FERROCOLL_CMA").as_deref().map(str::trim),
-                Some("0" | "off" | "no" | "false")
-            ),
-            cma_busy: match get("FERROCOLL_CMA_BUSY").as_deref().map(str::trim) {
-                Some("1" | "on" | "yes" | "true") => Some(true),
-                Some("0" | "off" | "no" | "false") => Some(false),
-                _ => None,
-            },
+            cma: switch("FERROCOLL_CMA") != Some(false),
+            cma_busy: switch("FERROCOLL_CMA_BUSY"),
             cache_bytes: get("FERROCOLL_CACHE_BYTES")
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .filter(|&b| b > 0),
@@ -290,6 +287,14 @@ mod tests {
         );
         assert!(parse(&[("FERROCOLL_CHECK", "1")]).check);
         assert!(!parse(&[("FERROCOLL_CHECK", "0")]).check);
+        assert!(p.cma && !parse(&[("FERROCOLL_CMA", " off")]).cma);
+        assert_eq!(p.cma_busy, None);
+        assert_eq!(parse(&[("FERROCOLL_CMA_BUSY", "on")]).cma_busy, Some(true));
+        assert_eq!(
+            parse(&[("FERROCOLL_CMA_BUSY", "no ")]).cma_busy,
+            Some(false)
+        );
+        assert_eq!(parse(&[("FERROCOLL_CMA_BUSY", "auto")]).cma_busy, None);
         let p = parse(&[
             ("FERROCOLL_TIMEOUT", "2.5"),
             ("FERROCOLL_ALGO", "allreduce=Ring, bcast=binomial"),
