@@ -438,9 +438,12 @@ fn alltoall_reduce_scatter_scan_barrier() {
     ] {
         for n in RANKS {
             // Streamed: several chunks, the last one short; automatic:
-            // 40 KB blocks stream at every rank count here.
+            // 40 KB blocks stream at every rank count here; as messages,
+            // announced (and at 2 ranks read in place where busy senders'
+            // messages are, `SendKind::Swap`).
             let extra = match a2a {
                 "stream" => vec![40_003],
+                "direct" => vec![65_537],
                 "auto" => vec![10_001],
                 _ => vec![],
             };

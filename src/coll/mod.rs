@@ -209,7 +209,18 @@ impl<'a> Ctx<'a> {
         sends: &[(usize, &[u8])],
         recvs: &mut [(usize, &mut [u8])],
     ) -> Result<()> {
-        self.exchange(step, sends, recvs, SendKind::Plain, || false)
+        self.xfer_as(step, sends, recvs, SendKind::Plain)
+    }
+
+    /// `xfer` with sends of `kind` (see `SendKind`).
+    pub fn xfer_as(
+        &mut self,
+        step: u32,
+        sends: &[(usize, &[u8])],
+        recvs: &mut [(usize, &mut [u8])],
+        kind: SendKind,
+    ) -> Result<()> {
+        self.exchange(step, sends, recvs, kind, || false)
     }
 
     /// Sends each `(rank, bytes)` of `sends`, announced whatever its size,

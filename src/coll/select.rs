@@ -9,7 +9,7 @@
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (where ranks outnumber cores never pulled); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
-//! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
+//! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream, or read in place untimed where busy senders' messages are, `FERROCOLL_CMA_BUSY`); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
 //! | gather, scatter | `direct`, `slots`, `stream`, `pull` | gather (one length everywhere): from 32 KiB per rank, stream where ranks outnumber cores or below 128 KiB per rank, else pull (every rank writes its block into the root's buffer), timed against the stream (`gather_stream`); else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (`scatter_stream`) |
@@ -249,13 +249,20 @@ pub fn alltoall_pulls(c: &mut Ctx, total: usize) -> Result<bool> {
 /// `-t`, alternated, near (6 rounds), medians, us, streamed / as messages:
 /// 1 MiB 37.1 / 37.0, 2 MiB 78.0 / 69.8, 4 MiB 164 / 145, 8 MiB 600 / 507,
 /// 16 MiB 1872 / 2026, 32 MiB 4878 / 4661 (a message's 8 MiB land in the
-/// cache, the stream's past it).
+/// cache, the stream's past it). Where busy senders' messages are read in
+/// place (`Engine::reads_busy`: Intel CPUs), so are these
+/// (`SendKind::Swap`), and they win untimed: an Intel Xeon guest, `-t`,
+/// alternated, medians of 4, us, streamed / read in place (Open MPI): 2
+/// MiB 283 / 240 (243), 4 MiB 617 / 501 (502), 8 MiB 1253 / 1008 (1011),
+/// 16 MiB 2591 / 2021 (2028), 32 MiB 7141 / 5598 (5658); timed, the
+/// stream's trials cost the short runs of `bench/mpibench.c` up to 1.2x
+/// (32 MiB 5676-6238).
 pub fn alltoall_direct(c: &mut Ctx, total: usize) -> Result<bool> {
     let forced = matches!(c.forced("alltoall"), Some(name) if known("alltoall", name));
     if forced || !two_on_own_cores(c) || total < ALLTOALL_DIRECT {
         return Ok(false);
     }
-    Ok(!c.pulls() || tuned(c, "alltoall", total)?)
+    Ok(!c.pulls() || c.eng.reads_busy() || tuned(c, "alltoall", total)?)
 }
 
 /// Bytes received from which a 2-rank all-to-all whose ranks have cores of

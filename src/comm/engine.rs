@@ -489,6 +489,12 @@ pub enum SendKind {
     /// place by a busy sender's rule (`busy_sender_reads`): a read lands
     /// whole, and the fold would then read it back from memory.
     Folded,
+    /// A 2-rank all-to-all's message, whose sender receives one as large
+    /// from its receiver meanwhile and copies its own block besides: read
+    /// in place wherever busy senders' messages are (`read_busy`), whatever
+    /// its size, else as `Plain`. Streamed, each core copied each byte it
+    /// moved twice, and its own block once more (`coll::alltoall`).
+    Swap,
 }
 
 /// A `SendKind::Lone` message leaves eagerly below this size (unless
@@ -789,6 +795,14 @@ impl Engine {
         self.crowded
     }
 
+    /// Whether a busy sender's messages, and a 2-rank all-to-all's
+    /// (`SendKind::Swap`), are read in place where reads work: by the CPU
+    /// or `FERROCOLL_CMA_BUSY`, fixed at start and so alike on a host's
+    /// ranks, which may choose algorithms by it.
+    pub fn reads_busy(&self) -> bool {
+        self.read_busy
+    }
+
     /// Whether this rank sees where its peers run (`informed`).
     pub fn informed(&self) -> bool {
         self.informed
@@ -1071,8 +1085,9 @@ impl Engine {
             && id <= AUX_MAX as usize
             && (reads_in_place(kind)
                 || (self.read_busy
-                    && kind != SendKind::Folded
-                    && busy_sender_reads(buf.len(), self.receiving(), self.crowded)))
+                    && (kind == SendKind::Swap
+                        || (kind != SendKind::Folded
+                            && busy_sender_reads(buf.len(), self.receiving(), self.crowded)))))
         {
             // The receiver reads it where it lies: one copy, not two
             // through the ring, and no sender needs to run meanwhile.
@@ -3585,7 +3600,8 @@ mod tests {
     /// sender has large receives live (pending, or completed but not yet
     /// waited for, as one that read its message at once), and by `Rts`
     /// without them, with `read_busy` off, or when its receiver folds it
-    /// (`SendKind::Folded`); a root's goes by `Pull` either way. Fails if
+    /// (`SendKind::Folded`); a root's goes by `Pull` either way, a 2-rank
+    /// all-to-all's (`SendKind::Swap`) whenever `read_busy` is on. Fails if
     /// any announces itself otherwise.
     #[test]
     fn busy_senders_offer_their_messages_to_be_read() {
@@ -3607,6 +3623,7 @@ mod tests {
         };
         let (pull, rts) = (FrameKind::Pull as u8, FrameKind::Rts as u8);
         assert_eq!(send(&mut tx, SendKind::Program), rts, "nothing received");
+        assert_eq!(send(&mut tx, SendKind::Swap), pull, "swap");
         // SAFETY: `inbox` outlives the engine, dropped first.
         let raw = unsafe { RawBuf::new(inbox.as_mut_ptr(), inbox.len()) };
         let m = Match {
@@ -3621,6 +3638,7 @@ mod tests {
         assert_eq!(send(&mut tx, SendKind::Folded), rts, "folded");
         tx.read_busy = false;
         assert_eq!(send(&mut tx, SendKind::Program), rts, "read_busy off");
+        assert_eq!(send(&mut tx, SendKind::Swap), rts, "swap, read_busy off");
         assert_eq!(send(&mut tx, SendKind::Rooted), pull, "rooted");
         tx.read_busy = true;
         // Received already, not yet waited for: still busy. (As a message
