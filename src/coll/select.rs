@@ -6,13 +6,13 @@
 //! |---|---|---|
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (8 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, shared as well from 8 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
-//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (where ranks outnumber cores never pulled); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
+//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (where ranks outnumber cores from 1 MiB on Intel CPUs, `FERROCOLL_CMA_BUSY`, `crowded_root_pulls`; elsewhere never there); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream, or read in place untimed where busy senders' messages are, `FERROCOLL_CMA_BUSY`); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `stream`, `pull` | gather (one length everywhere): from 32 KiB per rank, stream where ranks outnumber cores or below 128 KiB per rank, else pull (every rank writes its block into the root's buffer), timed against the stream (`gather_stream`); else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (`scatter_stream`) |
+//! | gather, scatter | `direct`, `slots`, `stream`, `pull` | gather (one length everywhere): from 32 KiB per rank, stream where ranks outnumber cores or below 128 KiB per rank, else pull (every rank writes its block into the root's buffer), timed against the stream (`gather_stream`); where ranks outnumber cores on Intel CPUs (`FERROCOLL_CMA_BUSY`) pull untimed from 64 KiB per rank (`crowded_root_pulls`); else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (`scatter_stream`) |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
@@ -110,8 +110,8 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
 /// forced with `pull`, or chosen automatically where `auto` says (from
 /// `bytes` as every member counts it, and whether ranks outnumber cores)
 /// and, where it says to pull from `tune::TUNED_FROM` bytes, the latest
-/// timings agree (`tuned`; not for a gather or reduce where ranks
-/// outnumber cores, see `coll::tune`). Never where pulls are off. Where
+/// timings agree (`tuned`; a gather or reduce where ranks outnumber cores
+/// by `crowded_root_pulls` instead). Never where pulls are off. Where
 /// `auto` says not to pull, the other way won in both of the host's
 /// states, or nearly, and trials would only cost.
 pub fn pull(
@@ -127,9 +127,11 @@ pub fn pull(
         Some("pull") => Ok(true),
         Some(name) if known(coll, name) => Ok(false),
         _ => {
+            if matches!(coll, "gather" | "reduce") && c.eng.crowded() {
+                return Ok(crowded_root_pulls(c, coll, bytes));
+            }
             let fixed = auto(bytes, c.eng.crowded());
-            let crowded_root = matches!(coll, "gather" | "reduce") && c.eng.crowded();
-            if !fixed || bytes < tune::TUNED_FROM || !TUNED.contains(&coll) || crowded_root {
+            if !fixed || bytes < tune::TUNED_FROM || !TUNED.contains(&coll) {
                 return Ok(fixed);
             }
             tuned(c, coll, bytes)
@@ -345,7 +347,8 @@ pub fn share_bcast(c: &Ctx, bytes: usize) -> bool {
 /// / 296, 4 MiB 3097 / 1662 (2727). There the stream has since outrun
 /// the pull at every size (`reduce`: 4 ranks, pulled / streamed, 512 KiB
 /// 118 / 55.8, 2 MiB 421 / 252, 8 MiB 3077 / 1803, 32 MiB 14039 / 8887),
-/// so it never pulls.
+/// so it never pulls by this rule (on Intel CPUs it does by
+/// `crowded_root_pulls`).
 pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
     !crowded && bytes >= 8 << 20
 }
@@ -395,6 +398,43 @@ pub fn pull_reduce_scatter(bytes: usize, _crowded: bool) -> bool {
 pub fn pull_gather(bytes: usize, _crowded: bool) -> bool {
     bytes >= 32 << 10
 }
+
+/// Where ranks outnumber cores, whether a gather or reduce of `bytes` per
+/// rank pulls (untimed: rank 0 misread the ways there, `coll::tune`): where
+/// busy senders' messages are read in place (`Engine::reads_busy`: Intel
+/// CPUs), from `CROWDED_PULL_GATHER` or `CROWDED_PULL_REDUCE`; elsewhere
+/// never (on the AMD EPYC of `gather_stream` and `pull_reduce` the stream
+/// won). Pulled, the ranks on the root's core leave their blocks to it
+/// to read while the others write theirs (or fold) on the other cores, so
+/// every core copies; streamed, the root copies or folds every block out
+/// of the slots after its sender copied it in. An Intel Xeon guest, 2
+/// cores, `-t`, alternated, medians of 3, us, by bytes in total (gather)
+/// or per rank (reduce), streamed / pulled (Open MPI): gather 4 ranks 128
+/// KiB 6.63 / 6.45 (14.4), 256 KiB 19.3 / 9.33 (26.6), 1 MiB 84.3 / 27.5
+/// (102), 8 MiB 1027 / 499 (955), 32 MiB 4245 / 2098 (3773); 3 ranks 512
+/// KiB 38.4 / 17.8 (35.7), 8 MiB 1061 / 677 (879), 32 MiB 4416 / 2625
+/// (3612); 8 ranks 128 KiB 9.36 / 15.8 (23.4), 512 KiB 51.7 / 26.4
+/// (58.9), 8 MiB 1165 / 562 (965), 32 MiB 5643 / 2431 (8110); reduce 4
+/// ranks 256 KiB 81.1 / 85.9, 512 KiB 176 / 183, 1 MiB 416 / 313, 4 MiB
+/// 1754 / 1194 (2265), 16 MiB 7890 / 6456 (9449); 3 ranks 256 KiB 61.5 /
+/// 69.1 (56.4), 1 MiB 342 / 306 (540), 16 MiB 6215 / 5328 (11311); 8
+/// ranks 512 KiB 476 / 368, 1 MiB 1024 / 722, 16 MiB 23383 / 15847
+/// (31909).
+fn crowded_root_pulls(c: &Ctx, coll: &str, bytes: usize) -> bool {
+    let from = match coll {
+        "gather" => CROWDED_PULL_GATHER,
+        "reduce" => CROWDED_PULL_REDUCE,
+        _ => return false,
+    };
+    c.eng.reads_busy() && bytes >= from
+}
+
+/// Bytes per rank from which a gather pulls where ranks outnumber cores
+/// (`crowded_root_pulls`).
+const CROWDED_PULL_GATHER: usize = 64 << 10;
+/// Bytes per rank from which a reduce pulls where ranks outnumber cores
+/// (`crowded_root_pulls`).
+const CROWDED_PULL_REDUCE: usize = 1 << 20;
 
 /// Most bytes one rank reads from all slots together in an automatically
 /// chosen `coll` (allgather, allreduce, bcast or reduce; above it they
@@ -662,8 +702,10 @@ pub fn gather_large(c: &Ctx, len: usize) -> bool {
 /// slots (`coll::stream::gather`), asked `first` before the pull and again
 /// after it declined: first where forced, or from `pull_gather`'s size
 /// where the pull would not be timed (`pull`: where ranks outnumber cores,
-/// and below `tune::TUNED_FROM`); after, where the pull, timed against it,
-/// declined. 2 ranks below `TUNED_FROM`, pulled / streamed: far (4 rounds)
+/// unless they pull untimed there, `crowded_root_pulls`, and below
+/// `tune::TUNED_FROM`); after, where the pull declined (timed against it,
+/// or where ranks outnumber cores). On an AMD EPYC guest, 2 ranks below
+/// `TUNED_FROM`, pulled / streamed: far (4 rounds)
 /// 64 KiB 3.94 / 1.73, 128 KiB 6.17 / 2.98; near 64 KiB 3.80 / 1.13. Each rank
 /// publishes its block in slot-sized chunks and the root copies them out;
 /// pulled, every rank writes its block into the root's buffer in its turn
@@ -682,10 +724,17 @@ pub fn gather_stream(c: &Ctx, len: usize, first: bool) -> bool {
     match c.forced("gather") {
         Some("stream") => first,
         Some(name) if known("gather", name) => false,
+        _ if !pull_gather(len, false) => false,
         _ => {
-            // The pull is timed only from `TUNED_FROM` (`pull`).
-            let untimed = c.eng.crowded() || len < tune::TUNED_FROM;
-            pull_gather(len, false) && untimed == first
+            // The pull is timed only from `TUNED_FROM` (`pull`), and
+            // where ranks outnumber cores taken untimed or not at all.
+            let crowded = c.eng.crowded();
+            if first {
+                (crowded || len < tune::TUNED_FROM)
+                    && !(crowded && c.pulls() && crowded_root_pulls(c, "gather", len))
+            } else {
+                crowded || len >= tune::TUNED_FROM
+            }
         }
     }
 }
