@@ -131,7 +131,8 @@ pub fn pull(
                 return Ok(crowded_root_pulls(c, coll, bytes));
             }
             let fixed = auto(bytes, c.eng.crowded());
-            if !fixed || bytes < tune::TUNED_FROM || !TUNED.contains(&coll) {
+            let timed = TUNED.contains(&coll) && !(coll == "alltoall" && alltoall_untimed(c));
+            if !fixed || bytes < tune::TUNED_FROM || !timed {
                 return Ok(fixed);
             }
             tuned(c, coll, bytes)
@@ -253,7 +254,7 @@ pub fn alltoall_pulls(c: &mut Ctx, total: usize) -> Result<bool> {
 /// 16 MiB 1872 / 2026, 32 MiB 4878 / 4661 (a message's 8 MiB land in the
 /// cache, the stream's past it). Where busy senders' messages are read in
 /// place (`Engine::reads_busy`: Intel CPUs), so are these
-/// (`SendKind::Swap`), and they win untimed: an Intel Xeon guest, `-t`,
+/// (`SendKind::Swap`), and they win untimed (`alltoall_untimed`): an Intel Xeon guest, `-t`,
 /// alternated, medians of 4, us, streamed / read in place (Open MPI): 2
 /// MiB 283 / 240 (243), 4 MiB 617 / 501 (502), 8 MiB 1253 / 1008 (1011),
 /// 16 MiB 2591 / 2021 (2028), 32 MiB 7141 / 5598 (5658); timed, the
@@ -264,7 +265,20 @@ pub fn alltoall_direct(c: &mut Ctx, total: usize) -> Result<bool> {
     if forced || !two_on_own_cores(c) || total < ALLTOALL_DIRECT {
         return Ok(false);
     }
-    Ok(!c.pulls() || c.eng.reads_busy() || tuned(c, "alltoall", total)?)
+    Ok(!c.pulls() || alltoall_untimed(c) || tuned(c, "alltoall", total)?)
+}
+
+/// Whether an all-to-all's reads in place (its pull, or at 2 ranks its
+/// messages, `alltoall_direct`) go untimed against the stream: where busy
+/// senders' messages are read in place (`Engine::reads_busy`: Intel CPUs),
+/// where the stream lost at every size, and its trials cost the short runs
+/// of `bench/mpibench.c` up to 1.2x. 4 ranks on 2 cores, an Intel Xeon
+/// guest, `-t`, alternated, medians of 3, us, timed / pulled / streamed
+/// (Open MPI): 1 MiB 284 / 280 / 319 (407), 4 MiB 1108 / 1038 / 1396
+/// (1017), 16 MiB 5878 / 5849 / 7775 (5986); of 4, 32 MiB 18863 / 16049
+/// / - (15454).
+fn alltoall_untimed(c: &Ctx) -> bool {
+    c.eng.reads_busy()
 }
 
 /// Bytes received from which a 2-rank all-to-all whose ranks have cores of
