@@ -7,9 +7,9 @@
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (8 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, shared as well from 8 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (where ranks outnumber cores from 1 MiB on Intel CPUs, `FERROCOLL_CMA_BUSY`, `crowded_root_pulls`; elsewhere never there); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
-//! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
+//! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB, timed against the stream, or read in place untimed where busy senders' messages are, `reads_untimed`); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
-//! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream, or read in place untimed where busy senders' messages are, `FERROCOLL_CMA_BUSY`); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
+//! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream, or read in place untimed where busy senders' messages are, `reads_untimed`); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
 //! | gather, scatter | `direct`, `slots`, `stream`, `pull` | gather (one length everywhere): from 32 KiB per rank, stream where ranks outnumber cores or below 128 KiB per rank, else pull (every rank writes its block into the root's buffer), timed against the stream (`gather_stream`); where ranks outnumber cores on Intel CPUs (`FERROCOLL_CMA_BUSY`) pull untimed from 64 KiB per rank (`crowded_root_pulls`); else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (`scatter_stream`) |
@@ -131,7 +131,7 @@ pub fn pull(
                 return Ok(crowded_root_pulls(c, coll, bytes));
             }
             let fixed = auto(bytes, c.eng.crowded());
-            let timed = TUNED.contains(&coll) && !(coll == "alltoall" && alltoall_untimed(c));
+            let timed = TUNED.contains(&coll) && !reads_untimed(c, coll);
             if !fixed || bytes < tune::TUNED_FROM || !timed {
                 return Ok(fixed);
             }
@@ -254,7 +254,7 @@ pub fn alltoall_pulls(c: &mut Ctx, total: usize) -> Result<bool> {
 /// 16 MiB 1872 / 2026, 32 MiB 4878 / 4661 (a message's 8 MiB land in the
 /// cache, the stream's past it). Where busy senders' messages are read in
 /// place (`Engine::reads_busy`: Intel CPUs), so are these
-/// (`SendKind::Swap`), and they win untimed (`alltoall_untimed`): an Intel Xeon guest, `-t`,
+/// (`SendKind::Swap`), and they win untimed (`reads_untimed`): an Intel Xeon guest, `-t`,
 /// alternated, medians of 4, us, streamed / read in place (Open MPI): 2
 /// MiB 283 / 240 (243), 4 MiB 617 / 501 (502), 8 MiB 1253 / 1008 (1011),
 /// 16 MiB 2591 / 2021 (2028), 32 MiB 7141 / 5598 (5658); timed, the
@@ -265,20 +265,25 @@ pub fn alltoall_direct(c: &mut Ctx, total: usize) -> Result<bool> {
     if forced || !two_on_own_cores(c) || total < ALLTOALL_DIRECT {
         return Ok(false);
     }
-    Ok(!c.pulls() || alltoall_untimed(c) || tuned(c, "alltoall", total)?)
+    Ok(!c.pulls() || reads_untimed(c, "alltoall") || tuned(c, "alltoall", total)?)
 }
 
-/// Whether an all-to-all's reads in place (its pull, or at 2 ranks its
-/// messages, `alltoall_direct`) go untimed against the stream: where busy
-/// senders' messages are read in place (`Engine::reads_busy`: Intel CPUs),
-/// where the stream lost at every size, and its trials cost the short runs
-/// of `bench/mpibench.c` up to 1.2x. 4 ranks on 2 cores, an Intel Xeon
-/// guest, `-t`, alternated, medians of 3, us, timed / pulled / streamed
-/// (Open MPI): 1 MiB 284 / 280 / 319 (407), 4 MiB 1108 / 1038 / 1396
-/// (1017), 16 MiB 5878 / 5849 / 7775 (5986); of 4, 32 MiB 18863 / 16049
-/// / - (15454).
-fn alltoall_untimed(c: &Ctx) -> bool {
-    c.eng.reads_busy()
+/// Whether `coll`'s reads in place (its pull, or at 2 ranks its messages:
+/// `alltoall_direct`, `allgather`) go untimed against the stream: an
+/// all-to-all's or allgather's, where busy senders' messages are read in
+/// place (`Engine::reads_busy`: Intel CPUs). There the stream lost at
+/// nearly every size, and its trials cost the short runs of
+/// `bench/mpibench.c` up to 1.2x. An Intel Xeon guest, `-t`, alternated,
+/// medians of 3-4, us, timed / read in place / streamed (Open MPI):
+/// all-to-all, 4 ranks on 2 cores, 1 MiB 284 / 280 / 319 (407), 4 MiB
+/// 1108 / 1038 / 1396 (1017), 16 MiB 5878 / 5849 / 7775 (5986), 32 MiB
+/// 18863 / 16049 / - (15454); allgather, 4 ranks (pulled from 8 MiB
+/// there), 8 MiB 1626 / 1634 / 1649 (1858), 32 MiB 11529 / 9785 / 12284
+/// (13960); 2 ranks, as messages, 1 MiB 87.2 / 81.3 / 94.7 (119), 2 MiB
+/// 224 / 182 / 212 (247), 4 MiB 416 / 412 / 474 (425), 32 MiB 4720 /
+/// 4058 / 6495 (4157).
+fn reads_untimed(c: &Ctx, coll: &str) -> bool {
+    matches!(coll, "alltoall" | "allgather") && c.eng.reads_busy()
 }
 
 /// Bytes received from which a 2-rank all-to-all whose ranks have cores of
@@ -617,7 +622,7 @@ pub fn allgather(c: &mut Ctx, total: usize) -> Result<Allgather> {
         Some("direct") => Allgather::Direct,
         Some("ring") => Allgather::Ring,
         _ if two_on_own_cores(c) && total >= ALLGATHER_DIRECT => {
-            if !c.pulls() || tuned(c, "allgather", total)? {
+            if !c.pulls() || reads_untimed(c, "allgather") || tuned(c, "allgather", total)? {
                 Allgather::Direct
             } else {
                 Allgather::Stream

@@ -489,11 +489,12 @@ pub enum SendKind {
     /// place by a busy sender's rule (`busy_sender_reads`): a read lands
     /// whole, and the fold would then read it back from memory.
     Folded,
-    /// A 2-rank all-to-all's message, whose sender receives one as large
-    /// from its receiver meanwhile and copies its own block besides: read
-    /// in place wherever busy senders' messages are (`read_busy`), whatever
-    /// its size, else as `Plain`. Streamed, each core copied each byte it
-    /// moved twice, and its own block once more (`coll::alltoall`).
+    /// A 2-rank all-to-all's or allgather's message, whose sender receives
+    /// one as large from its receiver meanwhile and copies its own block
+    /// besides: read in place wherever busy senders' messages are
+    /// (`read_busy`), whatever its size, else as `Plain`. Streamed, each
+    /// core copied each byte it moved twice, and its own block once more
+    /// (`coll::alltoall`, `coll::select::reads_untimed`).
     Swap,
 }
 
@@ -795,10 +796,10 @@ impl Engine {
         self.crowded
     }
 
-    /// Whether a busy sender's messages, and a 2-rank all-to-all's
-    /// (`SendKind::Swap`), are read in place where reads work: by the CPU
-    /// or `FERROCOLL_CMA_BUSY`, fixed at start and so alike on a host's
-    /// ranks, which may choose algorithms by it.
+    /// Whether a busy sender's messages, and a 2-rank all-to-all's or
+    /// allgather's (`SendKind::Swap`), are read in place where reads
+    /// work: by the CPU or `FERROCOLL_CMA_BUSY`, fixed at start and so
+    /// alike on a host's ranks, which may choose algorithms by it.
     pub fn reads_busy(&self) -> bool {
         self.read_busy
     }
@@ -3601,7 +3602,7 @@ mod tests {
     /// waited for, as one that read its message at once), and by `Rts`
     /// without them, with `read_busy` off, or when its receiver folds it
     /// (`SendKind::Folded`); a root's goes by `Pull` either way, a 2-rank
-    /// all-to-all's (`SendKind::Swap`) whenever `read_busy` is on. Fails if
+    /// exchange's (`SendKind::Swap`) whenever `read_busy` is on. Fails if
     /// any announces itself otherwise.
     #[test]
     fn busy_senders_offer_their_messages_to_be_read() {
