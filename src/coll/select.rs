@@ -254,12 +254,12 @@ pub fn alltoall_pulls(c: &mut Ctx, total: usize) -> Result<bool> {
 /// 16 MiB 1872 / 2026, 32 MiB 4878 / 4661 (a message's 8 MiB land in the
 /// cache, the stream's past it). Where busy senders' messages are read in
 /// place (`Engine::reads_busy`: Intel CPUs), so are these
-/// (`SendKind::Swap`), and they win untimed (`reads_untimed`): an Intel Xeon guest, `-t`,
-/// alternated, medians of 4, us, streamed / read in place (Open MPI): 2
-/// MiB 283 / 240 (243), 4 MiB 617 / 501 (502), 8 MiB 1253 / 1008 (1011),
-/// 16 MiB 2591 / 2021 (2028), 32 MiB 7141 / 5598 (5658); timed, the
-/// stream's trials cost the short runs of `bench/mpibench.c` up to 1.2x
-/// (32 MiB 5676-6238).
+/// (`SendKind::Swap`), and they win untimed (`reads_untimed`): an Intel
+/// Xeon guest, `-t`, alternated, medians of 4, us, streamed / read in
+/// place (Open MPI): 2 MiB 283 / 240 (243), 4 MiB 617 / 501 (502), 8 MiB
+/// 1253 / 1008 (1011), 16 MiB 2591 / 2021 (2028), 32 MiB 7141 / 5598
+/// (5658); timed, the stream's trials cost the short runs of
+/// `bench/mpibench.c` up to 1.2x (32 MiB 5676-6238).
 pub fn alltoall_direct(c: &mut Ctx, total: usize) -> Result<bool> {
     let forced = matches!(c.forced("alltoall"), Some(name) if known("alltoall", name));
     if forced || !two_on_own_cores(c) || total < ALLTOALL_DIRECT {
