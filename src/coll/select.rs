@@ -12,7 +12,7 @@
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream, or read in place untimed where busy senders' messages are, `reads_untimed`); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `stream`, `pull` | gather (one length everywhere): from 32 KiB per rank, stream where ranks outnumber cores or below 128 KiB per rank, else pull (every rank writes its block into the root's buffer), timed against the stream (`gather_stream`); where ranks outnumber cores on Intel CPUs (`FERROCOLL_CMA_BUSY`) pull untimed from 64 KiB per rank (`crowded_root_pulls`); else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (`scatter_stream`) |
+//! | gather, scatter | `direct`, `slots`, `stream`, `pull` | gather (one length everywhere): from 32 KiB per rank, stream where ranks outnumber cores or below 128 KiB per rank, else pull (every rank writes its block into the root's buffer), timed against the stream (`gather_stream`); where ranks outnumber cores on Intel CPUs (`FERROCOLL_CMA_BUSY`) pull untimed from 64 KiB per rank (`crowded_root_pulls`); else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (1 MiB on Intel CPUs, `FERROCOLL_CMA_BUSY`; `scatter_stream`) |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
@@ -684,9 +684,11 @@ const ALLTOALL_SLOTS: usize = 32 << 10;
 /// Whether an `MPI_Scatter` of `len` bytes per rank streams through the
 /// slots (`coll::stream::scatter`): forced, or where ranks outnumber cores
 /// and the root's blocks for the others (`(n - 1) * len`) overflow its slot
-/// but not `STREAM_SCATTER_UP_TO`. There each receiver otherwise reads its
-/// block in place (`SendKind::Rooted`), and every read waits for its
-/// reader's turn on a core. `-t`, alternated, medians, us, by bytes in
+/// but not `STREAM_SCATTER_UP_TO` (`READS_SCATTER_UP_TO` where busy
+/// senders' messages are read in place). There each receiver otherwise
+/// reads its block in place (`SendKind::Rooted`), and every read waits for
+/// its reader's turn on a core. On an earlier host, `-t`, alternated,
+/// medians, us, by bytes in
 /// total (`n * len`), in place / streamed: 3 ranks on 2 cores (2 rounds)
 /// 256 KiB 18.3 / 10.6, 1 MiB 65.6 / 45.3, 4 MiB 285 / 208, 16 MiB 2311 /
 /// 2744; 4 ranks (3 rounds) 64 KiB (slots) 2.04 / 2.65, 256 KiB 20.9 /
@@ -705,7 +707,12 @@ pub fn scatter_stream(c: &Ctx, len: usize) -> bool {
         Some(name) if known("scatter", name) => false,
         _ => {
             let others = (n - 1).saturating_mul(len);
-            c.eng.crowded() && (SLOT_DATA..=STREAM_SCATTER_UP_TO).contains(&others)
+            let up_to = if c.eng.reads_busy() {
+                READS_SCATTER_UP_TO
+            } else {
+                STREAM_SCATTER_UP_TO
+            };
+            c.eng.crowded() && (SLOT_DATA..=up_to).contains(&others)
         }
     }
 }
@@ -760,6 +767,16 @@ pub fn gather_stream(c: &Ctx, len: usize, first: bool) -> bool {
 
 /// Most bytes of the others' blocks that a root streams (`scatter_stream`).
 const STREAM_SCATTER_UP_TO: usize = 3 << 20;
+
+/// `STREAM_SCATTER_UP_TO` where busy senders' messages are read in place
+/// (`Engine::reads_busy`: Intel CPUs), where the reads won from about 1 MiB
+/// of the others' blocks. An Intel Xeon guest, 2 cores, `-t`, alternated,
+/// medians of 3, us, by bytes in total, streamed / read in place (Open
+/// MPI): 4 ranks 512 KiB 47.1 / 68.4 (82.9), 1 MiB 129 / 127 (152), 2 MiB
+/// 328 / 260 (331), 4 MiB 690 / 504 (792); 3 ranks 512 KiB 50.7 / 51.2
+/// (64.7), 1 MiB 140 / 126 (172), 2 MiB 382 / 272 (317), 4 MiB 782 / 579
+/// (638); 8 ranks 1 MiB 208 / 224 (216), 2 MiB 528 / 427 (452).
+const READS_SCATTER_UP_TO: usize = 1 << 20;
 
 /// All-to-all choice (messages).
 pub fn alltoall(c: &Ctx) -> Alltoall {
