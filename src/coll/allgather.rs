@@ -2,7 +2,6 @@
 //! around a ring (large).
 
 use super::{copy_own, pull, select, slots, split_blocks, stream, Ctx};
-use crate::comm::engine::SendKind;
 use crate::error::{Error, Result};
 use crate::transport::shm::slots::SLOT_DATA;
 
@@ -44,12 +43,7 @@ pub fn allgatherv(
                 .enumerate()
                 .filter(|&(p, _)| p != r)
                 .collect();
-            // A 2-rank call's blocks swap.
-            let kind = if c.size() == 2 {
-                SendKind::Swap
-            } else {
-                SendKind::Plain
-            };
+            let kind = c.exchange_kind();
             c.xfer_as(0, &sends, &mut recvs, kind)
         }
         select::Allgather::Stream => stream::allgatherv(c, send, recv, blocks),

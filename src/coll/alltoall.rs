@@ -24,7 +24,8 @@ pub fn alltoall(
         return Ok(());
     }
     if uniform && select::alltoall_direct(c, total)? {
-        return messages(c, send, sblocks, recv, rblocks, SendKind::Swap);
+        let kind = c.exchange_kind();
+        return messages(c, send, sblocks, recv, rblocks, kind);
     }
     if uniform && select::alltoall_stream(c, len) {
         return stream::alltoall(c, send, recv, rblocks);
@@ -58,8 +59,8 @@ fn through_slots(
         return slots::alltoallv(c, send, sblocks, recv, rblocks, known);
     }
     // A 2-rank call's blocks (forced as messages too) swap.
-    let kind = if known.is_some() && c.size() == 2 {
-        SendKind::Swap
+    let kind = if known.is_some() {
+        c.exchange_kind()
     } else {
         SendKind::Plain
     };

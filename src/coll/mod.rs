@@ -212,6 +212,18 @@ impl<'a> Ctx<'a> {
         self.xfer_as(step, sends, recvs, SendKind::Plain)
     }
 
+    /// How a collective's messages go where each rank sends to and receives
+    /// from its peer as much at once and copies its own block besides (an
+    /// all-to-all's, an allgather's): `SendKind::Swap` at 2 ranks, else
+    /// `SendKind::Plain`.
+    pub fn exchange_kind(&self) -> SendKind {
+        if self.size() == 2 {
+            SendKind::Swap
+        } else {
+            SendKind::Plain
+        }
+    }
+
     /// `xfer` with sends of `kind` (see `SendKind`).
     pub fn xfer_as(
         &mut self,
