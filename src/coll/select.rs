@@ -127,8 +127,8 @@ pub fn pull(
         Some("pull") => Ok(true),
         Some(name) if known(coll, name) => Ok(false),
         _ => {
-            if matches!(coll, "gather" | "reduce") && c.eng.crowded() {
-                return Ok(crowded_root_pulls(c, coll, bytes));
+            if let Some(pulls) = crowded_root_pulls(c, coll, bytes) {
+                return Ok(pulls);
             }
             let fixed = auto(bytes, c.eng.crowded());
             let timed = TUNED.contains(&coll) && !reads_untimed(c, coll);
@@ -419,11 +419,12 @@ pub fn pull_gather(bytes: usize, _crowded: bool) -> bool {
 }
 
 /// Where ranks outnumber cores, whether a gather or reduce of `bytes` per
-/// rank pulls (untimed: rank 0 misread the ways there, `coll::tune`): where
-/// busy senders' messages are read in place (`Engine::reads_busy`: Intel
-/// CPUs), from `CROWDED_PULL_GATHER` or `CROWDED_PULL_REDUCE`; elsewhere
-/// never (on the AMD EPYC of `gather_stream` and `pull_reduce` the stream
-/// won). Pulled, the ranks on the root's core leave their blocks to it
+/// rank pulls (untimed: rank 0 misread the ways there, `coll::tune`);
+/// `None` for other collectives, or where ranks have cores of their own.
+/// It pulls where busy senders' messages are read in place
+/// (`Engine::reads_busy`: Intel CPUs), from `CROWDED_PULL_GATHER` or
+/// `CROWDED_PULL_REDUCE`; elsewhere never (on the AMD EPYC of
+/// `gather_stream` and `pull_reduce` the stream won). Pulled, the ranks on the root's core leave their blocks to it
 /// to read while the others write theirs (or fold) on the other cores, so
 /// every core copies; streamed, the root copies or folds every block out
 /// of the slots after its sender copied it in. An Intel Xeon guest, 2
@@ -439,13 +440,13 @@ pub fn pull_gather(bytes: usize, _crowded: bool) -> bool {
 /// 69.1 (56.4), 1 MiB 342 / 306 (540), 16 MiB 6215 / 5328 (11311); 8
 /// ranks 512 KiB 476 / 368, 1 MiB 1024 / 722, 16 MiB 23383 / 15847
 /// (31909).
-fn crowded_root_pulls(c: &Ctx, coll: &str, bytes: usize) -> bool {
+fn crowded_root_pulls(c: &Ctx, coll: &str, bytes: usize) -> Option<bool> {
     let from = match coll {
         "gather" => CROWDED_PULL_GATHER,
         "reduce" => CROWDED_PULL_REDUCE,
-        _ => return false,
+        _ => return None,
     };
-    c.eng.reads_busy() && bytes >= from
+    c.eng.crowded().then(|| c.eng.reads_busy() && bytes >= from)
 }
 
 /// Bytes per rank from which a gather pulls where ranks outnumber cores
@@ -757,7 +758,7 @@ pub fn gather_stream(c: &Ctx, len: usize, first: bool) -> bool {
             let crowded = c.eng.crowded();
             if first {
                 (crowded || len < tune::TUNED_FROM)
-                    && !(crowded && c.pulls() && crowded_root_pulls(c, "gather", len))
+                    && !(c.pulls() && crowded_root_pulls(c, "gather", len) == Some(true))
             } else {
                 crowded || len >= tune::TUNED_FROM
             }

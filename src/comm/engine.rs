@@ -605,8 +605,9 @@ const CROWDED_BUSY_READ_PAST: usize = 1 << 20;
 
 /// Whether an announced message of `len` bytes (of a kind other than
 /// `SendKind::Folded`), whose sender has `receiving` bytes of receives
-/// live (pending, or done and not yet waited for), is read in place by its receiver rather than streamed, where
-/// the CPU's default or `FERROCOLL_CMA_BUSY` says so (`Engine::read_busy`).
+/// live (pending, or done and not yet waited for), is read in place by
+/// its receiver rather than streamed, where the CPU's default or
+/// `FERROCOLL_CMA_BUSY` says so (`Engine::read_busy`).
 /// A streamed message costs its sender a copy into the ring: that pays in
 /// a ping-pong, whose sender would wait meanwhile (the two copies overlap,
 /// and the sender's come from its own cache), but a sender with messages
