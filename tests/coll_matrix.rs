@@ -1234,6 +1234,47 @@ fn crowded_bcast_of_8_mib_is_shared() {
     }
 }
 
+/// Where ranks outnumber cores, an automatic allreduce of megabytes takes
+/// one way on every rank (on Intel CPUs it pulls from 1 MiB while all
+/// inputs together stay within 32 MiB, `select::crowded_pulls`; elsewhere
+/// it streams): with 3 and 4 ranks two to a CPU, just past 1 MiB, at the
+/// bound and past it, from `send` and in place, and a non-commutative op
+/// in rank order.
+#[test]
+fn crowded_allreduce_of_megabytes_agrees_on_its_way() {
+    for n in [3, 4] {
+        let counts = [
+            (1 << 20) / 4 + 3,
+            (32 << 20) / 4 / n,
+            (32 << 20) / 4 / n + 1,
+        ];
+        world(n, &[], |r, eng, comm| {
+            ferrocoll::bootstrap::bind::pin(r % 2);
+            eng.set_machine_ranks(usize::MAX);
+            for count in counts {
+                let what = format!("n={n} count={count} rank {r}");
+                let want = sum_ref(n, count);
+                let send = data(r, count);
+                let mut recv = vec![0u8; send.len()];
+                let c = &mut Ctx::new(eng, comm);
+                coll::allreduce::allreduce(c, Some(&send), &mut recv, &SUM).unwrap();
+                assert!(recv == want, "{what}");
+                let mut buf = send;
+                let c = &mut Ctx::new(eng, comm);
+                coll::allreduce::allreduce(c, None, &mut buf, &SUM).unwrap();
+                assert!(buf == want, "{what} in place");
+            }
+            // Non-commutative, 2 MiB of (a, b) pairs.
+            let pairs = (2 << 20) / 8;
+            let want = fold_ref((0..n).map(|q| affine(q, pairs)), &COMPOSE);
+            let mut buf = affine(r, pairs);
+            let c = &mut Ctx::new(eng, comm);
+            coll::allreduce::allreduce(c, None, &mut buf, &COMPOSE).unwrap();
+            assert!(buf == want, "n={n} rank {r}: non-commutative in place");
+        });
+    }
+}
+
 /// Collectives forced to read their peers' memory (`pull`) give the same
 /// results once a rank cannot (as if its kernel refused): every member
 /// then runs that call another way and pulls no more (reduce: in place at

@@ -4,15 +4,15 @@
 //!
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
-//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (8 MiB where ranks outnumber cores), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
+//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (8 MiB where ranks outnumber cores; there on Intel CPUs, `FERROCOLL_CMA_BUSY`, untimed from 1 MiB while all inputs together stay within 32 MiB, and never beyond, `crowded_pulls`), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, shared as well from 8 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
-//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (where ranks outnumber cores from 1 MiB on Intel CPUs, `FERROCOLL_CMA_BUSY`, `crowded_root_pulls`; elsewhere never there); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
+//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (where ranks outnumber cores from 1 MiB on Intel CPUs, `FERROCOLL_CMA_BUSY`, `crowded_pulls`; elsewhere never there); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB, timed against the stream, or read in place untimed where busy senders' messages are, `reads_untimed`); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream, or read in place untimed where busy senders' messages are, `reads_untimed`); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
-//! | gather, scatter | `direct`, `slots`, `stream`, `pull` | gather (one length everywhere): from 32 KiB per rank, stream where ranks outnumber cores or below 128 KiB per rank, else pull (every rank writes its block into the root's buffer), timed against the stream (`gather_stream`); where ranks outnumber cores on Intel CPUs (`FERROCOLL_CMA_BUSY`) pull untimed from 64 KiB per rank (`crowded_root_pulls`); else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (1 MiB on Intel CPUs, `FERROCOLL_CMA_BUSY`; `scatter_stream`) |
+//! | gather, scatter | `direct`, `slots`, `stream`, `pull` | gather (one length everywhere): from 32 KiB per rank, stream where ranks outnumber cores or below 128 KiB per rank, else pull (every rank writes its block into the root's buffer), timed against the stream (`gather_stream`); where ranks outnumber cores on Intel CPUs (`FERROCOLL_CMA_BUSY`) pull untimed from 64 KiB per rank (`crowded_pulls`); else slots (a part too large for a slot goes as a message; a scatter root announces its parts, each read in place by its receiver, except a lone receiver's at 2 ranks on cores of their own, sent eagerly below 768 KiB, `SendKind::Lone`, and through the ring's rendezvous above); scatter and the v-variants pull only when forced; `MPI_Scatter` (one length everywhere) where ranks outnumber cores streams while the others' blocks together pass a slot and stay within 3 MiB (1 MiB on Intel CPUs, `FERROCOLL_CMA_BUSY`; `scatter_stream`) |
 //!
 //! `pull` (`coll::pull`): each rank reads what it needs straight from
 //! its peers' buffers (cross-memory attach), where the kernel allows it
@@ -110,8 +110,9 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
 /// forced with `pull`, or chosen automatically where `auto` says (from
 /// `bytes` as every member counts it, and whether ranks outnumber cores)
 /// and, where it says to pull from `tune::TUNED_FROM` bytes, the latest
-/// timings agree (`tuned`; a gather or reduce where ranks outnumber cores
-/// by `crowded_root_pulls` instead). Never where pulls are off. Where
+/// timings agree (`tuned`; where ranks outnumber cores, a gather or
+/// reduce, and on Intel CPUs an allreduce, by `crowded_pulls` instead).
+/// Never where pulls are off. Where
 /// `auto` says not to pull, the other way won in both of the host's
 /// states, or nearly, and trials would only cost.
 pub fn pull(
@@ -127,7 +128,7 @@ pub fn pull(
         Some("pull") => Ok(true),
         Some(name) if known(coll, name) => Ok(false),
         _ => {
-            if let Some(pulls) = crowded_root_pulls(c, coll, bytes) {
+            if let Some(pulls) = crowded_pulls(c, coll, bytes) {
                 return Ok(pulls);
             }
             let fixed = auto(bytes, c.eng.crowded());
@@ -367,7 +368,7 @@ pub fn share_bcast(c: &Ctx, bytes: usize) -> bool {
 /// the pull at every size (`reduce`: 4 ranks, pulled / streamed, 512 KiB
 /// 118 / 55.8, 2 MiB 421 / 252, 8 MiB 3077 / 1803, 32 MiB 14039 / 8887),
 /// so it never pulls by this rule (on Intel CPUs it does by
-/// `crowded_root_pulls`).
+/// `crowded_pulls`).
 pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
     !crowded && bytes >= 8 << 20
 }
@@ -392,7 +393,9 @@ pub fn pull_reduce(bytes: usize, crowded: bool) -> bool {
 /// 3 ranks, 2 rounds, 2 MiB 1064 / 1117 and 917 / 709, 8 MiB 5701 / 5042
 /// and 4878 / 4338; 8 ranks, 2 rounds, 512 KiB 447 / 371 and 410 / 379,
 /// 2 MiB 2170 / 1838 and 1837 / 1788, 8 MiB 9641 / 9866 and 8786 / 9282.
-/// So where ranks outnumber cores the pull is proposed from 8 MiB.
+/// So where ranks outnumber cores the pull is proposed from 8 MiB (on
+/// Intel CPUs, where the pull won from 1 MiB, `crowded_pulls` decides
+/// instead).
 pub fn pull_allreduce(bytes: usize, crowded: bool) -> bool {
     bytes >= if crowded { 8 << 20 } else { 128 << 10 }
 }
@@ -418,15 +421,18 @@ pub fn pull_gather(bytes: usize, _crowded: bool) -> bool {
     bytes >= 32 << 10
 }
 
-/// Where ranks outnumber cores, whether a gather or reduce of `bytes` per
-/// rank pulls (untimed: rank 0 misread the ways there, `coll::tune`);
-/// `None` for other collectives, or where ranks have cores of their own.
-/// It pulls where busy senders' messages are read in place
+/// Where ranks outnumber cores, whether a gather, reduce or allreduce of
+/// `bytes` per rank pulls untimed (rank 0 misread the ways of the rooted
+/// two there, `coll::tune`); `None` where the choice is left to `pull`'s
+/// size and timings: other collectives, an allreduce where busy senders'
+/// messages are not read in place, or ranks with cores of their own. A
+/// gather or reduce pulls where busy senders' messages are read in place
 /// (`Engine::reads_busy`: Intel CPUs), from `CROWDED_PULL_GATHER` or
 /// `CROWDED_PULL_REDUCE`; elsewhere never (on the AMD EPYC of
-/// `gather_stream` and `pull_reduce` the stream won). Pulled, the ranks on the root's core leave their blocks to it
-/// to read while the others write theirs (or fold) on the other cores, so
-/// every core copies; streamed, the root copies or folds every block out
+/// `gather_stream` and `pull_reduce` the stream won); an allreduce there
+/// by `CROWDED_PULL_ALLREDUCE`. Pulled, the ranks on the root's core
+/// leave their blocks to it to read while the others write theirs (or
+/// fold) on the other cores, so every core copies; streamed, the root copies or folds every block out
 /// of the slots after its sender copied it in. An Intel Xeon guest, 2
 /// cores, `-t`, alternated, medians of 3, us, by bytes in total (gather)
 /// or per rank (reduce), streamed / pulled (Open MPI): gather 4 ranks 128
@@ -440,21 +446,47 @@ pub fn pull_gather(bytes: usize, _crowded: bool) -> bool {
 /// 69.1 (56.4), 1 MiB 342 / 306 (540), 16 MiB 6215 / 5328 (11311); 8
 /// ranks 512 KiB 476 / 368, 1 MiB 1024 / 722, 16 MiB 23383 / 15847
 /// (31909).
-fn crowded_root_pulls(c: &Ctx, coll: &str, bytes: usize) -> Option<bool> {
-    let from = match coll {
-        "gather" => CROWDED_PULL_GATHER,
-        "reduce" => CROWDED_PULL_REDUCE,
-        _ => return None,
-    };
-    c.eng.crowded().then(|| c.eng.reads_busy() && bytes >= from)
+fn crowded_pulls(c: &Ctx, coll: &str, bytes: usize) -> Option<bool> {
+    if !c.eng.crowded() {
+        return None;
+    }
+    let busy = c.eng.reads_busy();
+    match coll {
+        "gather" => Some(busy && bytes >= CROWDED_PULL_GATHER),
+        "reduce" => Some(busy && bytes >= CROWDED_PULL_REDUCE),
+        "allreduce" if busy => Some(
+            bytes >= CROWDED_PULL_ALLREDUCE
+                && bytes.saturating_mul(c.size()) <= CROWDED_ALLREDUCE_INPUTS,
+        ),
+        _ => None,
+    }
 }
 
 /// Bytes per rank from which a gather pulls where ranks outnumber cores
-/// (`crowded_root_pulls`).
+/// (`crowded_pulls`).
 const CROWDED_PULL_GATHER: usize = 64 << 10;
 /// Bytes per rank from which a reduce pulls where ranks outnumber cores
-/// (`crowded_root_pulls`).
+/// (`crowded_pulls`).
 const CROWDED_PULL_REDUCE: usize = 1 << 20;
+/// Bytes per rank from which an allreduce pulls untimed where ranks
+/// outnumber cores and busy senders' messages are read in place
+/// (`crowded_pulls`), while all ranks' inputs together stay within
+/// `CROWDED_ALLREDUCE_INPUTS`; it streams, untimed, outside that range.
+/// An Intel Xeon guest, 2 cores, `-t`, alternated, medians of 3-4, us,
+/// streamed / pulled: 4 ranks 512 KiB 215 / 216, 1 MiB 457 / 416, 2 MiB
+/// 919 / 777, 4 MiB 1876 / 1462, 8 MiB 4463 / 3675, 16 MiB 12166 /
+/// 12777, 32 MiB 26058 / 28211; 3 ranks 512 KiB 190 / 181, 1 MiB 413 /
+/// 373, 4 MiB 1767 / 1373, 8 MiB 3650 / 2798, 16 MiB 10353 / 11165; 8
+/// ranks 512 KiB 471 / 452, 1 MiB 990 / 818, 4 MiB 4655 / 3780, 8 MiB
+/// 12133 / 13076, 32 MiB 46658 / 57942. At the bound the two ways come
+/// close: later rounds, 4 ranks 8 MiB 4020 / 3927 and 3990 / 3350, 8
+/// ranks 4 MiB 5104 / 6104, 4642 / 4810 and 4426 / 4357. Timed from 8 MiB
+/// (as on other CPUs) the calls took 4152 (4 ranks, 8 MiB) and 56612 (8
+/// ranks, 32 MiB): the trials of the slower way cost the short runs.
+const CROWDED_PULL_ALLREDUCE: usize = 1 << 20;
+/// Most bytes of all ranks' inputs together with which an allreduce pulls
+/// where ranks outnumber cores on Intel CPUs (`CROWDED_PULL_ALLREDUCE`).
+const CROWDED_ALLREDUCE_INPUTS: usize = 32 << 20;
 
 /// Most bytes one rank reads from all slots together in an automatically
 /// chosen `coll` (allgather, allreduce, bcast or reduce; above it they
@@ -729,7 +761,7 @@ pub fn gather_large(c: &Ctx, len: usize) -> bool {
 /// slots (`coll::stream::gather`), asked `first` before the pull and again
 /// after it declined: first where forced, or from `pull_gather`'s size
 /// where the pull would not be timed (`pull`: where ranks outnumber cores,
-/// unless they pull untimed there, `crowded_root_pulls`, and below
+/// unless they pull untimed there, `crowded_pulls`, and below
 /// `tune::TUNED_FROM`); after, where the pull declined (timed against it,
 /// or where ranks outnumber cores). On an AMD EPYC guest, 2 ranks below
 /// `TUNED_FROM`, pulled / streamed: far (4 rounds)
@@ -758,7 +790,7 @@ pub fn gather_stream(c: &Ctx, len: usize, first: bool) -> bool {
             let crowded = c.eng.crowded();
             if first {
                 (crowded || len < tune::TUNED_FROM)
-                    && !(c.pulls() && crowded_root_pulls(c, "gather", len) == Some(true))
+                    && !(c.pulls() && crowded_pulls(c, "gather", len) == Some(true))
             } else {
                 crowded || len >= tune::TUNED_FROM
             }
