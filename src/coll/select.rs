@@ -4,9 +4,9 @@
 //!
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
-//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (8 MiB where ranks outnumber cores; there on Intel CPUs, `FERROCOLL_CMA_BUSY`, untimed from 1 MiB while all inputs together stay within 32 MiB, and never beyond, `crowded_pulls`), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
+//! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (8 MiB where ranks outnumber cores; there on Intel CPUs, `FERROCOLL_CMA_BUSY`, untimed from 1 MiB while all inputs together stay within 32 MiB, and never beyond, `crowded_pulls`; on Intel CPUs at 2 ranks on cores of their own untimed from 1 MiB, `paired_pulls`), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
 //! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, shared as well from 8 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
-//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (where ranks outnumber cores from 1 MiB on Intel CPUs, `FERROCOLL_CMA_BUSY`, `crowded_pulls`; elsewhere never there); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
+//! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (on Intel CPUs, `FERROCOLL_CMA_BUSY`, untimed: at 2 ranks on cores of their own from 2 MiB while both inputs stay within 32 MiB, `paired_pulls`; where ranks outnumber cores from 1 MiB, `crowded_pulls`, elsewhere never there); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB, timed against the stream, or read in place untimed where busy senders' messages are, `reads_untimed`); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
 //! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream, or read in place untimed where busy senders' messages are, `reads_untimed`); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
@@ -111,7 +111,8 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
 /// `bytes` as every member counts it, and whether ranks outnumber cores)
 /// and, where it says to pull from `tune::TUNED_FROM` bytes, the latest
 /// timings agree (`tuned`; where ranks outnumber cores, a gather or
-/// reduce, and on Intel CPUs an allreduce, by `crowded_pulls` instead).
+/// reduce, and on Intel CPUs an allreduce, by `crowded_pulls` instead,
+/// and on Intel CPUs at 2 ranks an allreduce or reduce by `paired_pulls`).
 /// Never where pulls are off. Where
 /// `auto` says not to pull, the other way won in both of the host's
 /// states, or nearly, and trials would only cost.
@@ -128,7 +129,8 @@ pub fn pull(
         Some("pull") => Ok(true),
         Some(name) if known(coll, name) => Ok(false),
         _ => {
-            if let Some(pulls) = crowded_pulls(c, coll, bytes) {
+            let untimed = crowded_pulls(c, coll, bytes).or_else(|| paired_pulls(c, coll, bytes));
+            if let Some(pulls) = untimed {
                 return Ok(pulls);
             }
             let fixed = auto(bytes, c.eng.crowded());
@@ -487,6 +489,47 @@ const CROWDED_PULL_ALLREDUCE: usize = 1 << 20;
 /// Most bytes of all ranks' inputs together with which an allreduce pulls
 /// where ranks outnumber cores on Intel CPUs (`CROWDED_PULL_ALLREDUCE`).
 const CROWDED_ALLREDUCE_INPUTS: usize = 32 << 20;
+
+/// Where 2 ranks have cores of their own and busy senders' messages are
+/// read in place (`Engine::reads_busy`: Intel CPUs), whether an allreduce
+/// or reduce of `bytes` per rank pulls untimed: `Some(true)` for an
+/// allreduce from `PAIRED_PULL_ALLREDUCE`, or a reduce from
+/// `PAIRED_PULL_REDUCE` while both inputs together stay within
+/// `PAIRED_REDUCE_INPUTS`; `None` (`pull`'s size and timings decide)
+/// elsewhere. There a core's lines are always far from the other's
+/// (`coll::tune`), the pull won at those sizes in every round, and the
+/// trials of the stream cost the short runs of `bench/mpibench.c`. An Intel Xeon guest,
+/// `-t`, alternated, medians of 3-5, us, timed / pulled / streamed (Open
+/// MPI): allreduce 256 KiB 34.0 / 35.8 / 33.6, 512 KiB 70.1 / 69.7 / 69.1,
+/// 1 MiB 157 / 156 / 178, 2 MiB 292 / 286 / 440 (507), 8 MiB 1171 / 1123
+/// / 1870 (2027), 16 MiB 2582 / 2342 / 3982, 32 MiB 7942 / 7753 / 10852
+/// and 8611 / 7388 / 10824 (18591); reduce (not proposed below 8 MiB,
+/// `pull_reduce`) 2 MiB 345 / 298 / 341 (439), 4 MiB 662 / 560 / 670
+/// (866), 8 MiB 1156 / 1140 / 1334 (1691), 16 MiB 2307 / 2328 / 2750
+/// (3410), 32 MiB 7002 / 7611 / 7101 (8330). Bcast, gather and
+/// reduce-scatter stay timed: there the timed calls came within 5% of the
+/// pulled ones below 32 MiB.
+fn paired_pulls(c: &Ctx, coll: &str, bytes: usize) -> Option<bool> {
+    if !two_on_own_cores(c) || !c.eng.reads_busy() {
+        return None;
+    }
+    match coll {
+        "allreduce" => (bytes >= PAIRED_PULL_ALLREDUCE).then_some(true),
+        "reduce" => (bytes >= PAIRED_PULL_REDUCE
+            && bytes.saturating_mul(2) <= PAIRED_REDUCE_INPUTS)
+            .then_some(true),
+        _ => None,
+    }
+}
+
+/// Bytes per rank from which a 2-rank allreduce pulls untimed
+/// (`paired_pulls`).
+const PAIRED_PULL_ALLREDUCE: usize = 1 << 20;
+/// Bytes per rank from which a 2-rank reduce pulls untimed
+/// (`paired_pulls`) ...
+const PAIRED_PULL_REDUCE: usize = 2 << 20;
+/// ... while both inputs together stay within this many bytes.
+const PAIRED_REDUCE_INPUTS: usize = 32 << 20;
 
 /// Most bytes one rank reads from all slots together in an automatically
 /// chosen `coll` (allgather, allreduce, bcast or reduce; above it they
