@@ -5,10 +5,10 @@
 //! | collective | algorithms | automatic choice |
 //! |---|---|---|
 //! | allreduce | `recursive_doubling`, `ring`, `reduce_bcast`, `slots`, `stream`, `slices`, `flat`, `pull` | pull from 128 KiB (8 MiB where ranks outnumber cores; there on Intel CPUs, `FERROCOLL_CMA_BUSY`, untimed from 1 MiB while all inputs together stay within 32 MiB, and never beyond, `crowded_pulls`; on Intel CPUs at 2 ranks on cores of their own untimed from 1 MiB, `paired_pulls`), else slots while all parts together fit 64 KiB (32 KiB at 2 ranks on cores of their own, `read_limit`), stream above; without a slot area: ring from 64 KiB when the op commutes, else recursive doubling; across hosts with several ranks on some (commutative ops): host-aware, in slices from 64 KiB where every host has as many ranks (`coll::hier`); `flat` turns host-aware off |
-//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, shared as well from 8 MiB where they do, else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
+//! | bcast | `binomial`, `chain`, `slots`, `stream`, `pull` | pull (shared: the root writes part) from 2 MiB where ranks do not outnumber cores, shared as well from 8 MiB where they do (untimed on Intel CPUs, `FERROCOLL_CMA_BUSY`, `reads_untimed`), else slots up to 64 KiB (32 KiB at 2 ranks on cores of their own), stream above; without a slot area: chain (pipelined in 128 KiB pieces) from 256 KiB with more than 2 ranks, else binomial |
 //! | reduce | `binomial`, `rsag`, `slots`, `stream`, `pull` | slots while all parts together fit 64 KiB (16 KiB where ranks outnumber cores; while each part fits a slot at 2 ranks on cores of their own), then stream, pulled from 8 MiB (on Intel CPUs, `FERROCOLL_CMA_BUSY`, untimed: at 2 ranks on cores of their own from 2 MiB while both inputs stay within 32 MiB, `paired_pulls`; where ranks outnumber cores from 1 MiB, `crowded_pulls`, elsewhere never there); without a slot area: reduce-scatter + gather from 512 KiB with more than 4 ranks when the op commutes, else binomial |
 //! | allgather | `direct`, `ring`, `slots`, `stream`, `pull` | pull from 32 KiB in total (8 MiB where ranks outnumber cores; never at 2 ranks on cores of their own), else slots up to 64 KiB in total (16 KiB at 2 ranks on cores of their own), stream above (2 ranks on their own cores: direct from 1 MiB, timed against the stream, or read in place untimed where busy senders' messages are, `reads_untimed`); without a slot area: direct below 64 KiB or at 2 ranks, ring above |
-//! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total, else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
+//! | reduce_scatter | `ring`, `reduce_scatterv`, `slots`, `stream`, `pull` | pull from 1 MiB in total (untimed from 2 MiB on Intel CPUs, `FERROCOLL_CMA_BUSY`, `reads_untimed`), else slots up to 64 KiB in total, stream above; without a slot area: ring when the op commutes |
 //! | alltoall | `direct`, `pairwise`, `slots`, `stream`, `pull` | with one block length everywhere, pull from 2 MiB sent per rank (1 MiB where ranks outnumber cores; 2 ranks on cores of their own: direct from 2 MiB instead, timed against the stream, or read in place untimed where busy senders' messages are, `reads_untimed`); else slots while all blocks together (with 16-byte headers) fit 32 KiB; above that, when every block has one length (`MPI_Alltoall`), stream; otherwise slots, where a rank whose blocks do not fit its slot sends them as messages (direct: all posted at once) |
 //! | scan | `chain` | chain (rank order, any op) |
 //! | barrier | `dissemination`, `slots` | slots |
@@ -134,7 +134,7 @@ pub fn pull(
                 return Ok(pulls);
             }
             let fixed = auto(bytes, c.eng.crowded());
-            let timed = TUNED.contains(&coll) && !reads_untimed(c, coll);
+            let timed = TUNED.contains(&coll) && !reads_untimed(c, coll, bytes);
             if !fixed || bytes < tune::TUNED_FROM || !timed {
                 return Ok(fixed);
             }
@@ -268,12 +268,12 @@ pub fn alltoall_direct(c: &mut Ctx, total: usize) -> Result<bool> {
     if forced || !two_on_own_cores(c) || total < ALLTOALL_DIRECT {
         return Ok(false);
     }
-    Ok(!c.pulls() || reads_untimed(c, "alltoall") || tuned(c, "alltoall", total)?)
+    Ok(!c.pulls() || reads_untimed(c, "alltoall", total) || tuned(c, "alltoall", total)?)
 }
 
-/// Whether `coll`'s reads in place (its pull, or at 2 ranks its messages:
-/// `alltoall_direct`, `allgather`) go untimed against the stream: an
-/// all-to-all's or allgather's, where busy senders' messages are read in
+/// Whether `coll`'s reads in place of `bytes` (its pull, or at 2 ranks
+/// its messages: `alltoall_direct`, `allgather`) go untimed against the
+/// stream: an all-to-all's or allgather's, where busy senders' messages are read in
 /// place (`Engine::reads_busy`: Intel CPUs). There the stream lost at
 /// nearly every size, and its trials cost the short runs of
 /// `bench/mpibench.c` up to 1.2x. An Intel Xeon guest, `-t`, alternated,
@@ -284,10 +284,28 @@ pub fn alltoall_direct(c: &mut Ctx, total: usize) -> Result<bool> {
 /// there), 8 MiB 1626 / 1634 / 1649 (1858), 32 MiB 11529 / 9785 / 12284
 /// (13960); 2 ranks, as messages, 1 MiB 87.2 / 81.3 / 94.7 (119), 2 MiB
 /// 224 / 182 / 212 (247), 4 MiB 416 / 412 / 474 (425), 32 MiB 4720 /
-/// 4058 / 6495 (4157).
-fn reads_untimed(c: &Ctx, coll: &str) -> bool {
-    matches!(coll, "alltoall" | "allgather") && c.eng.reads_busy()
+/// 4058 / 6495 (4157). So are a broadcast's, and a reduce-scatter's of
+/// `READS_UNTIMED_REDUCE_SCATTER` or more in total, where the pull won
+/// from the sizes that propose it (`pull_bcast`, `pull_reduce_scatter`):
+/// 4 ranks on 2 cores, bcast 8 MiB 2042 / 1962 / 2054 (2150), 16 MiB 4054
+/// / 3849 / 4272 (4718), 32 MiB 13251 / 12236 / 12486 (18043);
+/// reduce-scatter 1 MiB 325 / 319 / 322 (465), 2 MiB 612 / 583 / 696
+/// (1036), 8 MiB 2438 / 2245 / 2980 (13120), 32 MiB 17475 / 15701 /
+/// 16939 (70948); 2 ranks, bcast 2 MiB 201 / 195 / 199 (284), 32 MiB 2923
+/// / 2786 / 3862 (4555); reduce-scatter 1 MiB 109 / 125 / 112 (266), 2
+/// MiB 224 / 225 / 286 (983), 32 MiB 5206 / 4469 / 5907 (24782).
+fn reads_untimed(c: &Ctx, coll: &str, bytes: usize) -> bool {
+    let untimed = match coll {
+        "alltoall" | "allgather" | "bcast" => true,
+        "reduce_scatter" => bytes >= READS_UNTIMED_REDUCE_SCATTER,
+        _ => false,
+    };
+    untimed && c.eng.reads_busy()
 }
+
+/// Bytes in total from which a pulled reduce-scatter goes untimed where
+/// busy senders' messages are read in place (`reads_untimed`).
+const READS_UNTIMED_REDUCE_SCATTER: usize = 2 << 20;
 
 /// Bytes received from which a 2-rank all-to-all whose ranks have cores of
 /// their own goes as messages (`alltoall_direct`).
@@ -698,7 +716,7 @@ pub fn allgather(c: &mut Ctx, total: usize) -> Result<Allgather> {
         Some("direct") => Allgather::Direct,
         Some("ring") => Allgather::Ring,
         _ if two_on_own_cores(c) && total >= ALLGATHER_DIRECT => {
-            if !c.pulls() || reads_untimed(c, "allgather") || tuned(c, "allgather", total)? {
+            if !c.pulls() || reads_untimed(c, "allgather", total) || tuned(c, "allgather", total)? {
                 Allgather::Direct
             } else {
                 Allgather::Stream
