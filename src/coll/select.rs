@@ -112,8 +112,8 @@ pub fn slots(c: &Ctx, coll: &str, fits: bool, cheap: bool) -> bool {
 /// and, where it says to pull from `tune::TUNED_FROM` bytes, the latest
 /// timings agree (`tuned`; where ranks outnumber cores, a gather or
 /// reduce, and on Intel CPUs an allreduce, by `crowded_pulls` instead,
-/// and on Intel CPUs at 2 ranks an allreduce or reduce by `paired_pulls`).
-/// Never where pulls are off. Where
+/// and on Intel CPUs at 2 ranks an allreduce or reduce by `paired_pulls`;
+/// untimed where `reads_untimed` says). Never where pulls are off. Where
 /// `auto` says not to pull, the other way won in both of the host's
 /// states, or nearly, and trials would only cost.
 pub fn pull(
@@ -271,29 +271,29 @@ pub fn alltoall_direct(c: &mut Ctx, total: usize) -> Result<bool> {
     Ok(!c.pulls() || reads_untimed(c, "alltoall", total) || tuned(c, "alltoall", total)?)
 }
 
-/// Whether `coll`'s reads in place of `bytes` (its pull, or at 2 ranks
-/// its messages: `alltoall_direct`, `allgather`) go untimed against the
-/// stream: an all-to-all's or allgather's, where busy senders' messages are read in
+/// Whether `coll`'s reads in place of `bytes` (its pull, or at 2 ranks its
+/// messages: `alltoall_direct`, `allgather`) go untimed against the stream:
+/// an all-to-all's or allgather's, where busy senders' messages are read in
 /// place (`Engine::reads_busy`: Intel CPUs). There the stream lost at
 /// nearly every size, and its trials cost the short runs of
 /// `bench/mpibench.c` up to 1.2x. An Intel Xeon guest, `-t`, alternated,
 /// medians of 3-4, us, timed / read in place / streamed (Open MPI):
-/// all-to-all, 4 ranks on 2 cores, 1 MiB 284 / 280 / 319 (407), 4 MiB
-/// 1108 / 1038 / 1396 (1017), 16 MiB 5878 / 5849 / 7775 (5986), 32 MiB
-/// 18863 / 16049 / - (15454); allgather, 4 ranks (pulled from 8 MiB
-/// there), 8 MiB 1626 / 1634 / 1649 (1858), 32 MiB 11529 / 9785 / 12284
-/// (13960); 2 ranks, as messages, 1 MiB 87.2 / 81.3 / 94.7 (119), 2 MiB
-/// 224 / 182 / 212 (247), 4 MiB 416 / 412 / 474 (425), 32 MiB 4720 /
-/// 4058 / 6495 (4157). So are a broadcast's, and a reduce-scatter's of
-/// `READS_UNTIMED_REDUCE_SCATTER` or more in total, where the pull won
-/// from the sizes that propose it (`pull_bcast`, `pull_reduce_scatter`):
-/// 4 ranks on 2 cores, bcast 8 MiB 2042 / 1962 / 2054 (2150), 16 MiB 4054
-/// / 3849 / 4272 (4718), 32 MiB 13251 / 12236 / 12486 (18043);
-/// reduce-scatter 1 MiB 325 / 319 / 322 (465), 2 MiB 612 / 583 / 696
-/// (1036), 8 MiB 2438 / 2245 / 2980 (13120), 32 MiB 17475 / 15701 /
-/// 16939 (70948); 2 ranks, bcast 2 MiB 201 / 195 / 199 (284), 32 MiB 2923
-/// / 2786 / 3862 (4555); reduce-scatter 1 MiB 109 / 125 / 112 (266), 2
-/// MiB 224 / 225 / 286 (983), 32 MiB 5206 / 4469 / 5907 (24782).
+/// all-to-all, 4 ranks on 2 cores, 1 MiB 284 / 280 / 319 (407), 4 MiB 1108
+/// / 1038 / 1396 (1017), 16 MiB 5878 / 5849 / 7775 (5986), 32 MiB 18863 /
+/// 16049 / - (15454); allgather, 4 ranks (pulled from 8 MiB there), 8 MiB
+/// 1626 / 1634 / 1649 (1858), 32 MiB 11529 / 9785 / 12284 (13960); 2 ranks,
+/// as messages, 1 MiB 87.2 / 81.3 / 94.7 (119), 2 MiB 224 / 182 / 212
+/// (247), 4 MiB 416 / 412 / 474 (425), 32 MiB 4720 / 4058 / 6495 (4157). So
+/// are a broadcast's, and a reduce-scatter's of
+/// `READS_UNTIMED_REDUCE_SCATTER` or more in total, where the pull won from
+/// the sizes that propose it (`pull_bcast`, `pull_reduce_scatter`): 4 ranks
+/// on 2 cores, bcast 8 MiB 2042 / 1962 / 2054 (2150), 16 MiB 4054 / 3849 /
+/// 4272 (4718), 32 MiB 13251 / 12236 / 12486 (18043); reduce-scatter 1 MiB
+/// 325 / 319 / 322 (465), 2 MiB 612 / 583 / 696 (1036), 8 MiB 2438 / 2245 /
+/// 2980 (13120), 32 MiB 17475 / 15701 / 16939 (70948); 2 ranks, bcast 2 MiB
+/// 201 / 195 / 199 (284), 32 MiB 2923 / 2786 / 3862 (4555); reduce-scatter
+/// 1 MiB 109 / 125 / 112 (266), 2 MiB 224 / 225 / 286 (983), 32 MiB 5206 /
+/// 4469 / 5907 (24782).
 fn reads_untimed(c: &Ctx, coll: &str, bytes: usize) -> bool {
     let untimed = match coll {
         "alltoall" | "allgather" | "bcast" => true,
@@ -449,23 +449,22 @@ pub fn pull_gather(bytes: usize, _crowded: bool) -> bool {
 /// gather or reduce pulls where busy senders' messages are read in place
 /// (`Engine::reads_busy`: Intel CPUs), from `CROWDED_PULL_GATHER` or
 /// `CROWDED_PULL_REDUCE`; elsewhere never (on the AMD EPYC of
-/// `gather_stream` and `pull_reduce` the stream won); an allreduce there
-/// by `CROWDED_PULL_ALLREDUCE`. Pulled, the ranks on the root's core
-/// leave their blocks to it to read while the others write theirs (or
-/// fold) on the other cores, so every core copies; streamed, the root copies or folds every block out
-/// of the slots after its sender copied it in. An Intel Xeon guest, 2
-/// cores, `-t`, alternated, medians of 3, us, by bytes in total (gather)
-/// or per rank (reduce), streamed / pulled (Open MPI): gather 4 ranks 128
-/// KiB 6.63 / 6.45 (14.4), 256 KiB 19.3 / 9.33 (26.6), 1 MiB 84.3 / 27.5
-/// (102), 8 MiB 1027 / 499 (955), 32 MiB 4245 / 2098 (3773); 3 ranks 512
-/// KiB 38.4 / 17.8 (35.7), 8 MiB 1061 / 677 (879), 32 MiB 4416 / 2625
-/// (3612); 8 ranks 128 KiB 9.36 / 15.8 (23.4), 512 KiB 51.7 / 26.4
-/// (58.9), 8 MiB 1165 / 562 (965), 32 MiB 5643 / 2431 (8110); reduce 4
-/// ranks 256 KiB 81.1 / 85.9, 512 KiB 176 / 183, 1 MiB 416 / 313, 4 MiB
+/// `gather_stream` and `pull_reduce` the stream won); an allreduce there by
+/// `CROWDED_PULL_ALLREDUCE`. Pulled, the ranks on the root's core leave
+/// their blocks to it to read while the others write theirs (or fold) on
+/// the other cores, so every core copies; streamed, the root copies or
+/// folds every block out of the slots after its sender copied it in. An
+/// Intel Xeon guest, 2 cores, `-t`, alternated, medians of 3, us, by bytes
+/// in total (gather) or per rank (reduce), streamed / pulled (Open MPI):
+/// gather 4 ranks 128 KiB 6.63 / 6.45 (14.4), 256 KiB 19.3 / 9.33 (26.6), 1
+/// MiB 84.3 / 27.5 (102), 8 MiB 1027 / 499 (955), 32 MiB 4245 / 2098
+/// (3773); 3 ranks 512 KiB 38.4 / 17.8 (35.7), 8 MiB 1061 / 677 (879), 32
+/// MiB 4416 / 2625 (3612); 8 ranks 128 KiB 9.36 / 15.8 (23.4), 512 KiB 51.7
+/// / 26.4 (58.9), 8 MiB 1165 / 562 (965), 32 MiB 5643 / 2431 (8110); reduce
+/// 4 ranks 256 KiB 81.1 / 85.9, 512 KiB 176 / 183, 1 MiB 416 / 313, 4 MiB
 /// 1754 / 1194 (2265), 16 MiB 7890 / 6456 (9449); 3 ranks 256 KiB 61.5 /
-/// 69.1 (56.4), 1 MiB 342 / 306 (540), 16 MiB 6215 / 5328 (11311); 8
-/// ranks 512 KiB 476 / 368, 1 MiB 1024 / 722, 16 MiB 23383 / 15847
-/// (31909).
+/// 69.1 (56.4), 1 MiB 342 / 306 (540), 16 MiB 6215 / 5328 (11311); 8 ranks
+/// 512 KiB 476 / 368, 1 MiB 1024 / 722, 16 MiB 23383 / 15847 (31909).
 fn crowded_pulls(c: &Ctx, coll: &str, bytes: usize) -> Option<bool> {
     if !c.eng.crowded() {
         return None;
@@ -516,17 +515,17 @@ const CROWDED_ALLREDUCE_INPUTS: usize = 32 << 20;
 /// `PAIRED_REDUCE_INPUTS`; `None` (`pull`'s size and timings decide)
 /// elsewhere. There a core's lines are always far from the other's
 /// (`coll::tune`), the pull won at those sizes in every round, and the
-/// trials of the stream cost the short runs of `bench/mpibench.c`. An Intel Xeon guest,
-/// `-t`, alternated, medians of 3-5, us, timed / pulled / streamed (Open
-/// MPI): allreduce 256 KiB 34.0 / 35.8 / 33.6, 512 KiB 70.1 / 69.7 / 69.1,
-/// 1 MiB 157 / 156 / 178, 2 MiB 292 / 286 / 440 (507), 8 MiB 1171 / 1123
-/// / 1870 (2027), 16 MiB 2582 / 2342 / 3982, 32 MiB 7942 / 7753 / 10852
-/// and 8611 / 7388 / 10824 (18591); reduce (not proposed below 8 MiB,
-/// `pull_reduce`) 2 MiB 345 / 298 / 341 (439), 4 MiB 662 / 560 / 670
+/// trials of the stream cost the short runs of `bench/mpibench.c`. An Intel
+/// Xeon guest, `-t`, alternated, medians of 3-5, us, timed / pulled /
+/// streamed (Open MPI): allreduce 256 KiB 34.0 / 35.8 / 33.6, 512 KiB 70.1
+/// / 69.7 / 69.1, 1 MiB 157 / 156 / 178, 2 MiB 292 / 286 / 440 (507), 8 MiB
+/// 1171 / 1123 / 1870 (2027), 16 MiB 2582 / 2342 / 3982, 32 MiB 7942 / 7753
+/// / 10852 and 8611 / 7388 / 10824 (18591); reduce (not proposed below 8
+/// MiB, `pull_reduce`) 2 MiB 345 / 298 / 341 (439), 4 MiB 662 / 560 / 670
 /// (866), 8 MiB 1156 / 1140 / 1334 (1691), 16 MiB 2307 / 2328 / 2750
-/// (3410), 32 MiB 7002 / 7611 / 7101 (8330). Bcast, gather and
-/// reduce-scatter stay timed: there the timed calls came within 5% of the
-/// pulled ones below 32 MiB.
+/// (3410), 32 MiB 7002 / 7611 / 7101 (8330). A gather stays timed (its
+/// timed calls came within 2% of the pulled ones); broadcasts and
+/// reduce-scatters go untimed by `reads_untimed`.
 fn paired_pulls(c: &Ctx, coll: &str, bytes: usize) -> Option<bool> {
     if !two_on_own_cores(c) || !c.eng.reads_busy() {
         return None;
